@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Counts test cases from a `bazel test` log and the JUnit XML it left.
+
+Usage: test_summary.py BAZEL_LOG TESTLOGS_DIR
+Prints the failing cases and a last line `N passed, M failed`; exits 1 when
+anything failed or no test ran.
+"""
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+STATUS = re.compile(
+    r"^(//\S+)\s+(?:\(cached\)\s+)?(PASSED|FAILED|TIMEOUT|FLAKY|NO STATUS|"
+    r"FAILED TO BUILD|INCOMPLETE|REMOTE FAILURE)\b")
+
+
+def cases_from_xml(path):
+    """Returns (passed, failed names) from one test.xml, or None."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    passed, failed = 0, []
+    for case in root.iter("testcase"):
+        if case.get("status") == "notrun":
+            continue
+        bad = case.find("failure") is not None or case.find("error") is not None
+        name = "%s.%s" % (case.get("classname", ""), case.get("name", ""))
+        if bad:
+            failed.append(name)
+        else:
+            passed += 1
+    return passed, failed
+
+
+def main():
+    log, testlogs = sys.argv[1], sys.argv[2]
+    targets = {}
+    with open(log, errors="replace") as f:
+        for line in f:
+            m = STATUS.match(line.strip())
+            if m:
+                targets[m.group(1)] = m.group(2)
+    passed, failed = 0, []
+    for target, status in sorted(targets.items()):
+        pkg, _, name = target[2:].partition(":")
+        xml = os.path.join(testlogs, pkg, name, "test.xml")
+        counted = cases_from_xml(xml) if status in ("PASSED", "FAILED", "FLAKY") else None
+        ok = status in ("PASSED", "FLAKY")
+        if counted and (counted[0] or counted[1]):
+            p, f = counted
+            if not ok and not f:
+                f = [target + " (target failed after its cases passed)"]
+            passed += p
+            failed += ["%s %s" % (target, n) for n in f]
+        elif ok:
+            passed += 1
+        else:
+            failed.append("%s %s" % (target, status))
+    for f in failed:
+        print("FAILED:", f)
+    print("%d passed, %d failed" % (passed, len(failed)))
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
