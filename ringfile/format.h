@@ -1,0 +1,210 @@
+// The ring file's byte layout: the contract between the emitter (writer,
+// inside the workload) and the collector (reader, another process).
+// FORMAT.md is the prose specification; this header is its C++ mirror.
+//
+// Guarantees of this header: plain constants and standard-layout structs
+// only; no allocation, no syscalls, no dependencies beyond <atomic> and
+// <cstdint>, so the emitter can include it from inside malloc.
+//
+// Layout (all integers little-endian, every offset from the file's start):
+//
+//   [0, 4096)                    FileHeader
+//   [control_offset, ...)        RingControl[ring_count], 128 bytes each
+//   [slots_offset, file_size)    ring_count rings of slots_per_ring slots of
+//                                slot_size bytes: ring r's slot s is at
+//                                slots_offset + (r*slots_per_ring + s)*slot_size
+//
+// Every slot starts with a SlotHeader whose `sequence` word is the per-slot
+// seqlock of the commit protocol (see FORMAT.md, "Commit protocol").
+#ifndef RINGPROF_RINGFILE_FORMAT_H_
+#define RINGPROF_RINGFILE_FORMAT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ringprof {
+namespace ringfile {
+
+inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'P', 'R', 'O', 'F'};
+// Bumped on any change a version-1 reader cannot skip safely. Readers reject
+// files whose version they do not know (FORMAT.md, "Versioning").
+inline constexpr uint32_t kFormatVersion = 1;
+// Written last, with release ordering, once every other header field is set.
+inline constexpr uint32_t kReadyMagic = 0x59444552;  // "REDY"
+inline constexpr uint32_t kHeaderSize = 4096;
+inline constexpr uint32_t kControlBlockSize = 128;
+inline constexpr uint32_t kSlotAlignment = 64;
+inline constexpr uint32_t kMaxRings = 64;
+inline constexpr uint32_t kMinSlotSize = 256;
+inline constexpr uint32_t kMaxSlotSize = 64 * 1024;
+inline constexpr uint32_t kServiceNameSize = 64;
+inline constexpr uint32_t kExecutableSize = 256;
+
+// Header flags.
+inline constexpr uint32_t kFlagProcessEnded = 1u << 0;  // set after kProcessEnd
+
+struct FileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;  // kHeaderSize
+  uint64_t file_size;
+  uint32_t ring_count;      // 1..kMaxRings
+  uint32_t slots_per_ring;  // a power of two
+  uint32_t slot_size;       // multiple of kSlotAlignment, in [min, max]
+  uint32_t control_offset;  // kHeaderSize
+  uint64_t slots_offset;    // page-aligned
+  uint32_t pid;
+  std::atomic<uint32_t> flags;
+  uint64_t process_start_ticks;  // /proc/self/stat field 22 (clock ticks)
+  // One reading of each clock taken together at creation: a sample's
+  // CLOCK_MONOTONIC time t maps to wall time created_realtime_ns +
+  // (t - created_monotonic_ns).
+  uint64_t created_monotonic_ns;
+  uint64_t created_realtime_ns;
+  char service_name[kServiceNameSize];  // NUL-padded UTF-8
+  char executable[kExecutableSize];     // NUL-padded, truncated if longer
+  uint8_t reserved[kHeaderSize - 408];
+  // Zero until the header is complete; then kReadyMagic.
+  std::atomic<uint32_t> ready;
+  uint32_t reserved_tail;
+};
+static_assert(sizeof(FileHeader) == kHeaderSize, "header is one page");
+
+// Per-ring counters, each on its own cache line.
+struct RingControl {
+  // Next record index to hand out; monotonic, never wraps in practice.
+  alignas(64) std::atomic<uint64_t> next_index;
+  // Records the writer refused without taking an index (FORMAT.md, "Loss").
+  alignas(64) std::atomic<uint64_t> dropped;
+};
+static_assert(sizeof(RingControl) == kControlBlockSize, "two cache lines");
+
+// sequence: 0 = never written; 2*i+1 = record index i being written;
+// 2*i+2 = record index i committed. Slot for index i is i % slots_per_ring.
+struct SlotHeader {
+  std::atomic<uint64_t> sequence;
+  uint32_t type;          // RecordType
+  uint32_t payload_size;  // bytes after this header, <= slot_size - 16
+};
+static_assert(sizeof(SlotHeader) == 16, "slot header is 16 bytes");
+
+inline constexpr uint64_t kWritingSequence(uint64_t index) {
+  return 2 * index + 1;
+}
+inline constexpr uint64_t kCommittedSequence(uint64_t index) {
+  return 2 * index + 2;
+}
+
+enum class RecordType : uint32_t {
+  kAllocSample = 1,     // AllocSample + frames
+  kFreeSampled = 2,     // FreeSampled
+  kCpuSample = 3,       // CpuSample + frames
+  kModuleMap = 4,       // ModuleMap + path bytes
+  kModuleUnmap = 5,     // ModuleUnmap
+  kThreadName = 6,      // ThreadName + name bytes
+  kLabel = 7,           // Label + key bytes + value bytes
+  kLostSamples = 8,     // LostSamples
+  kProcessEnd = 9,      // ProcessEnd
+  kThreadExit = 10,     // ThreadExit
+};
+// Readers skip (and count) record types above this they do not know.
+inline constexpr uint32_t kMaxKnownRecordType = 10;
+
+// Sample flags.
+inline constexpr uint16_t kSampleTruncated = 1u << 0;  // deeper than captured
+
+// Payloads: fixed part, then a variable tail. frames[0] is the leaf (the
+// innermost return address); all frames are absolute instruction addresses.
+struct AllocSample {
+  uint64_t monotonic_ns;
+  uint32_t tid;
+  uint16_t frame_count;
+  uint16_t flags;
+  uint64_t requested_size;  // bytes the program asked for
+  uint64_t weight_bytes;    // unbiased estimate of bytes this sample stands for
+  uint64_t address;         // returned pointer, to match a later FreeSampled
+  // uint64_t frames[frame_count];
+};
+static_assert(sizeof(AllocSample) == 40, "");
+
+struct FreeSampled {
+  uint64_t monotonic_ns;
+  uint32_t tid;
+  uint32_t reserved;
+  uint64_t address;
+};
+
+struct CpuSample {
+  uint64_t monotonic_ns;
+  uint32_t tid;
+  uint16_t frame_count;
+  uint16_t flags;
+  uint64_t cpu_period_ns;  // thread CPU time this sample stands for
+  // uint64_t frames[frame_count];
+};
+static_assert(sizeof(CpuSample) == 24, "");
+
+inline constexpr uint32_t kMaxBuildIdSize = 32;
+struct ModuleMap {
+  uint64_t monotonic_ns;
+  uint64_t start;        // first mapped address of the executable segment
+  uint64_t size;         // bytes mapped
+  uint64_t file_offset;  // file offset that `start` maps
+  uint64_t load_bias;    // ELF load bias (dlpi_addr)
+  uint8_t build_id_size;
+  uint8_t reserved[5];
+  uint16_t path_size;
+  uint8_t build_id[kMaxBuildIdSize];
+  // char path[path_size];  (not NUL-terminated)
+};
+static_assert(sizeof(ModuleMap) == 80, "");
+
+struct ModuleUnmap {
+  uint64_t monotonic_ns;
+  uint64_t start;
+  uint64_t size;
+};
+
+inline constexpr uint32_t kMaxThreadNameSize = 64;
+struct ThreadName {
+  uint64_t monotonic_ns;
+  uint32_t tid;
+  uint16_t name_size;
+  uint16_t reserved;
+  // char name[name_size];
+};
+
+struct Label {
+  uint64_t monotonic_ns;
+  uint16_t key_size;
+  uint16_t value_size;
+  uint32_t reserved;
+  // char key[key_size]; char value[value_size];
+};
+
+// Samples the emitter could not record (re-entrancy, failed unwind, ...)
+// since its previous LostSamples record: counts and the allocation bytes
+// they stood for, so profiles can show them as a "[lost]" frame.
+struct LostSamples {
+  uint64_t monotonic_ns;
+  uint64_t samples;
+  uint64_t weight_bytes;
+};
+
+struct ProcessEnd {
+  uint64_t monotonic_ns;
+  int32_t exit_status;  // -1 when unknown
+  uint32_t reserved;
+};
+
+struct ThreadExit {
+  uint64_t monotonic_ns;
+  uint32_t tid;
+  uint32_t reserved;
+};
+
+}  // namespace ringfile
+}  // namespace ringprof
+
+#endif  // RINGPROF_RINGFILE_FORMAT_H_

@@ -1,0 +1,79 @@
+// RingWriter: creates a ring file and appends records to it.
+//
+// Thread-safety: TryAppend may be called concurrently from any number of
+// threads of the creating process, from inside malloc, and from signal
+// handlers (also one that interrupted a TryAppend on the same thread).
+// TryAppend is lock-free, allocation-free and syscall-free: it touches only
+// the mapped file. It never blocks: when the reader falls behind, the oldest
+// records are overwritten (flight recorder) and the reader counts the gap;
+// when a slot is still being written by a stalled writer, the new record is
+// dropped and likewise shows up as a gap (FORMAT.md, "Loss").
+//
+// Create/Close are not signal-safe and may make syscalls; call them at
+// start-up and shut-down. This header depends only on libc and format.h, so
+// the LD_PRELOAD emitter can use it without pulling in other libraries.
+#ifndef RINGPROF_RINGFILE_WRITER_H_
+#define RINGPROF_RINGFILE_WRITER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ringfile/format.h"
+
+namespace ringprof {
+namespace ringfile {
+
+struct WriterOptions {
+  const char* path = nullptr;  // created with O_CREAT|O_EXCL|O_NOFOLLOW
+  uint32_t mode = 0600;
+  uint32_t ring_count = 4;          // shards; a thread writes to tid % count
+  uint32_t slots_per_ring = 2048;   // rounded up to a power of two
+  uint32_t slot_size = 1152;        // fits a 128-frame sample
+  const char* service_name = "";
+  const char* executable = "";
+  uint32_t pid = 0;
+  uint64_t process_start_ticks = 0;
+};
+
+class RingWriter {
+ public:
+  RingWriter() = default;
+  RingWriter(const RingWriter&) = delete;
+  RingWriter& operator=(const RingWriter&) = delete;
+  ~RingWriter();
+
+  // Creates, sizes (posix_fallocate, so a full disk fails here and never
+  // later as SIGBUS), maps and initialises the file; writes `ready` last.
+  // Returns 0 or an errno value; on failure nothing is left behind.
+  int Create(const WriterOptions& options);
+
+  // Appends one record: `head` then `tail` bytes as the payload. Returns
+  // true when committed. Records larger than a slot are refused (counted in
+  // RingControl::dropped). `shard_hint` picks the ring (the tid is a good one).
+  bool TryAppend(RecordType type, const void* head, uint32_t head_size,
+                 const void* tail, uint32_t tail_size, uint32_t shard_hint);
+
+  // Marks the header's kFlagProcessEnded (after appending kProcessEnd).
+  void MarkProcessEnded();
+
+  // Unmaps and closes; the file stays for the reader.
+  void Close();
+
+  bool ok() const { return base_ != nullptr; }
+  uint32_t max_payload_size() const;
+
+ private:
+  uint8_t* base_ = nullptr;
+  size_t size_ = 0;
+  FileHeader* header_ = nullptr;
+  RingControl* control_ = nullptr;
+  uint8_t* slots_ = nullptr;
+  uint32_t ring_count_ = 0;
+  uint32_t slots_per_ring_ = 0;
+  uint32_t slot_size_ = 0;
+};
+
+}  // namespace ringfile
+}  // namespace ringprof
+
+#endif  // RINGPROF_RINGFILE_WRITER_H_
