@@ -1,0 +1,33 @@
+// The optional CPU-timer sample source: a per-thread CLOCK_THREAD_CPUTIME_ID
+// timer (timer_create + SIGEV_THREAD_ID) whose signal handler captures the
+// stack and appends a CpuSample. Works in gVisor, where perf_event_open does
+// not. Implemented in emitter/cpu_timer.cc.
+//
+// The emitter's lifecycle code calls these at the matching moments; each is a
+// no-op when the CPU timer is not enabled (RINGPROF_CPU_HZ=0 or the signal is
+// already taken by the application).
+#ifndef RINGPROF_EMITTER_CPU_TIMER_H_
+#define RINGPROF_EMITTER_CPU_TIMER_H_
+
+namespace ringprof {
+namespace emitter {
+
+// Once, after the ring file exists (not inside malloc). Reads its own
+// environment variables; reports a bad value on stderr once.
+void CpuTimerInit();
+// In every new thread before it runs user code (from the pthread_create
+// wrapper), and for the main thread from CpuTimerInit.
+void CpuTimerOnThreadStart();
+// When a thread exits (deletes its timer).
+void CpuTimerOnThreadExit();
+// In the child after fork (timers are not inherited; re-arm for the
+// surviving thread once the child's ring file exists).
+void CpuTimerAfterForkChild();
+// At process exit or when the emitter switches itself off: no timer or
+// handler is left behind.
+void CpuTimerShutdown();
+
+}  // namespace emitter
+}  // namespace ringprof
+
+#endif  // RINGPROF_EMITTER_CPU_TIMER_H_

@@ -1,0 +1,45 @@
+// The emitter's internal services shared by its sample sources (allocation
+// sampler, CPU-timer sampler). Implemented in emitter/runtime.cc.
+//
+// Every function here is async-signal-safe, allocation-free and lock-free,
+// and does nothing (returns false / 0) while the emitter is disabled.
+#ifndef RINGPROF_EMITTER_RUNTIME_H_
+#define RINGPROF_EMITTER_RUNTIME_H_
+
+#include <cstdint>
+
+#include "ringfile/format.h"
+
+namespace ringprof {
+namespace emitter {
+
+// True once the ring file exists and the emitter has not switched itself off.
+bool Enabled();
+
+// Appends one record to this process's ring file (see RingWriter::TryAppend).
+bool AppendRecord(ringfile::RecordType type, const void* head,
+                  uint32_t head_size, const void* tail, uint32_t tail_size);
+
+// The calling thread's kernel tid, cached in initial-exec TLS.
+uint32_t CurrentTid();
+
+// CLOCK_MONOTONIC in nanoseconds (vDSO; no syscall natively).
+uint64_t MonotonicNowNs();
+
+// Captures the calling thread's return addresses, innermost first, skipping
+// `skip` innermost frames of the emitter itself. Works through code built
+// without frame pointers (DWARF CFI via libgcc's unwinder, which on glibc
+// >= 2.35 finds objects with _dl_find_object: no loader lock). Never reads
+// outside the thread's stack; also usable from a signal handler, where it
+// unwinds through the signal frame into the interrupted code.
+// Returns the number of frames written; *truncated is set when the stack
+// was deeper than max_frames.
+int CaptureStack(uint64_t* frames, int max_frames, int skip, bool* truncated);
+
+// Configured maximum stack depth (RINGPROF_MAX_FRAMES).
+int MaxFrames();
+
+}  // namespace emitter
+}  // namespace ringprof
+
+#endif  // RINGPROF_EMITTER_RUNTIME_H_
