@@ -1,0 +1,263 @@
+#!/usr/bin/python3
+"""The receiver rejects what Pyroscope rejects and accepts what it accepts."""
+
+import base64
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import receiver  # noqa: E402  (generates the pb2 modules)
+
+profile_pb2 = receiver.profile_pb2
+push_pb2 = receiver.push_pb2
+
+
+def make_pprof(time_nanos=None, samples=1, values_per_sample=1,
+               string0="", location_id=1, function_id=1, period_type=True,
+               sample_type="cpu"):
+    p = profile_pb2.Profile()
+    p.string_table.extend([string0, sample_type, "nanoseconds", "main", "cpu"])
+    st = p.sample_type.add()
+    st.type, st.unit = 1, 2
+    if period_type:
+        p.period_type.type, p.period_type.unit = 4, 2
+    p.period = 10000000
+    p.time_nanos = time.time_ns() if time_nanos is None else time_nanos
+    p.duration_nanos = 10 * 10**9
+    f = p.function.add()
+    f.id, f.name = function_id, 3
+    loc = p.location.add()
+    loc.id = location_id
+    loc.line.add().function_id = function_id
+    for _ in range(samples):
+        s = p.sample.add()
+        s.location_id.append(location_id)
+        s.value.extend([10000000] * values_per_sample)
+    return p.SerializeToString()
+
+
+def make_push(raw, labels=None, gz=True):
+    if labels is None:
+        labels = [("__name__", "process_cpu"), ("service_name", "app")]
+    req = push_pb2.PushRequest()
+    series = req.series.add()
+    for n, v in labels:
+        lp = series.labels.add()
+        lp.name, lp.value = n, v
+    sample = series.samples.add()
+    sample.raw_profile = gzip.compress(raw) if gz else raw
+    sample.ID = "00000000-0000-4000-8000-000000000000"
+    return req
+
+
+class ReceiverTest(unittest.TestCase):
+    extra_args = []
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        ready = os.path.join(self.tmp, "ready.json")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "receiver.py"),
+             "--ready-file", ready] + self.extra_args)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(ready):
+            self.assertLess(time.monotonic(), deadline, "receiver did not start")
+            self.assertIsNone(self.proc.poll(), "receiver exited")
+            time.sleep(0.05)
+        with open(ready) as f:
+            info = json.load(f)
+        self.url = info["url"]
+        self.control = "http://127.0.0.1:%d" % info["control_port"]
+
+    def tearDown(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def post(self, body, ctype="application/proto", path="/push.v1.PusherService/Push",
+             headers=None):
+        req = urllib.request.Request(self.url + path, data=body, method="POST")
+        if ctype:
+            req.add_header("Content-Type", ctype)
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, r.read(), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), dict(e.headers)
+
+    def push(self, req, **kw):
+        return self.post(req.SerializeToString(), **kw)
+
+    def control_get(self, what):
+        with urllib.request.urlopen(self.control + what, timeout=10) as r:
+            return json.loads(r.read())
+
+    def control_post(self, what, obj=None):
+        req = urllib.request.Request(self.control + what,
+                                     data=json.dumps(obj or {}).encode(),
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def assert_rejected(self, result, status, fragment):
+        code, body, _ = result
+        self.assertEqual(code, status, body)
+        if status != 415:
+            self.assertIn(fragment, json.loads(body)["message"])
+        self.assertEqual(self.control_get("/accepted"), [])
+
+
+class ProtocolTest(ReceiverTest):
+
+    def test_accepts_valid_gzipped_push_and_records_it(self):
+        code, body, _ = self.push(make_push(make_pprof(samples=3)))
+        self.assertEqual((code, body), (200, b""))
+        [entry] = self.control_get("/accepted")
+        self.assertEqual(entry["labels"]["__name__"], "process_cpu")
+        self.assertTrue(entry["gzipped"])
+        self.assertEqual(entry["num_samples"], 3)
+        self.assertEqual(entry["sample_types"], ["cpu:nanoseconds"])
+        self.assertEqual(entry["totals"], [30000000])
+
+    def test_accepts_uncompressed_profile_and_json_codec(self):
+        req = make_push(make_pprof(), gz=False)
+        body = json.dumps({"series": [{
+            "labels": [{"name": "__name__", "value": "memory"}],
+            "samples": [{"rawProfile": base64.b64encode(
+                req.series[0].samples[0].raw_profile).decode(), "ID": "x"}]}]})
+        code, resp, _ = self.post(body.encode(), ctype="application/json")
+        self.assertEqual((code, resp), (200, b"{}"))
+        [entry] = self.control_get("/accepted")
+        self.assertFalse(entry["gzipped"])
+
+    def test_gzip_content_encoding_of_request_body(self):
+        code, _, _ = self.post(gzip.compress(make_push(make_pprof()).SerializeToString()),
+                               headers={"Content-Encoding": "gzip"})
+        self.assertEqual(code, 200)
+
+    def test_rejects_unknown_content_type(self):
+        self.assert_rejected(self.push(make_push(make_pprof()), ctype="text/plain"),
+                             415, "")
+        self.assert_rejected(self.push(make_push(make_pprof()),
+                                       ctype="application/grpc"), 415, "")
+
+    def test_rejects_garbage_request(self):
+        self.assert_rejected(self.post(b"\xff\xff\xff"), 400, "decode")
+
+    def test_rejects_missing_name_label(self):
+        self.assert_rejected(
+            self.push(make_push(make_pprof(), labels=[("service_name", "a")])),
+            400, "__name__")
+
+    def test_rejects_bad_label_names_values_and_counts(self):
+        base = [("__name__", "process_cpu")]
+        self.assert_rejected(self.push(make_push(make_pprof(), base + [("a-b", "1")])),
+                             400, "invalid label name")
+        self.assert_rejected(self.push(make_push(make_pprof(), base + [("a", "1"), ("a", "2")])),
+                             400, "duplicate")
+        many = base + [("l%d" % i, "v") for i in range(30)]
+        self.assert_rejected(self.push(make_push(make_pprof(), many)), 400, "limit 30")
+        self.assert_rejected(self.push(make_push(make_pprof(), base + [("a" * 1025, "v")])),
+                             400, "too long")
+        self.assert_rejected(self.push(make_push(make_pprof(), base + [("a", "v" * 2049)])),
+                             400, "too long")
+        # Invalid UTF-8 in a label value fails protobuf string decoding.
+        req = make_push(make_pprof()).SerializeToString().replace(b"process_cpu",
+                                                                   b"process\xffcpu")
+        self.assert_rejected(self.post(req), 400, "decode")
+
+    def test_rejects_pprof_rule_violations(self):
+        cases = [
+            (make_pprof(string0="x"), "string_table[0]"),
+            (make_pprof(location_id=0), "location id is 0"),
+            (make_pprof(function_id=0), "function id is 0"),
+            (make_pprof(values_per_sample=2), "sample has 2 values"),
+            (make_pprof(period_type=False), "period_type"),
+            (make_pprof(sample_type="cpu-time"), "invalid sample type"),
+            (make_pprof(samples=16001), "limit 16000"),
+            (make_pprof(time_nanos=time.time_ns() - 2 * 3600 * 10**9), "too old"),
+            (make_pprof(time_nanos=time.time_ns() + 3600 * 10**9), "future"),
+            (b"\x1f\x8bnot really gzip", "decompress"),
+            (b"\x0a\xff\xff", "parse"),
+        ]
+        for raw, fragment in cases:
+            with self.subTest(fragment):
+                req = make_push(b"", gz=False)
+                req.series[0].samples[0].raw_profile = raw
+                self.assert_rejected(self.push(req), 400, fragment)
+
+    def test_rejects_oversized_profile(self):
+        p = profile_pb2.Profile()
+        p.ParseFromString(make_pprof())
+        p.string_table.append("x" * (4 * 1024 * 1024))
+        req = make_push(p.SerializeToString())
+        self.assert_rejected(self.push(req), 400, "size exceeds")
+
+    def test_legacy_ingest(self):
+        now = int(time.time())
+        code, _, _ = self.post(make_pprof(), ctype="application/octet-stream",
+                               path="/ingest?name=app%%7Benv%%3Dprod%%7D&from=%d&until=%d"
+                                    "&format=pprof&spyName=ringprof" % (now - 10, now))
+        self.assertEqual(code, 200)
+        [entry] = self.control_get("/accepted")
+        self.assertEqual(entry["labels"], {"service_name": "app", "env": "prod",
+                                           "__name__": "process_cpu"})
+        self.assertEqual(entry["from_ns"], (now - 10) * 10**9)
+        code, _, _ = self.post(make_pprof(), ctype="application/octet-stream",
+                               path="/ingest?name=a%%20b&from=%d&until=%d&format=pprof"
+                                    % (now - 10, now))
+        self.assertEqual(code, 400)
+
+
+class FaultTest(ReceiverTest):
+
+    def test_status_fault_with_retry_after_then_recovers(self):
+        self.control_post("/fault", {"status": 429, "retry_after": 2, "count": 2})
+        for _ in range(2):
+            code, _, headers = self.push(make_push(make_pprof()))
+            self.assertEqual(code, 429)
+            self.assertEqual(headers.get("Retry-After"), "2")
+        code, _, _ = self.push(make_push(make_pprof()))
+        self.assertEqual(code, 200)
+        self.assertEqual(len(self.control_get("/accepted")), 1)
+
+    def test_down_refuses_connections_and_up_restores_same_port(self):
+        self.control_post("/down")
+        with self.assertRaises(urllib.error.URLError):
+            self.push(make_push(make_pprof()))
+        self.control_post("/up")
+        code, _, _ = self.push(make_push(make_pprof()))
+        self.assertEqual(code, 200)
+
+
+class TenantAuthTest(ReceiverTest):
+    extra_args = ["--tenant", "team-a", "--basic-auth", "user:secret"]
+
+    def test_requires_tenant_and_credentials(self):
+        good_auth = "Basic " + base64.b64encode(b"user:secret").decode()
+        req = make_push(make_pprof())
+        self.assert_rejected(self.push(req, headers={"Authorization": good_auth}),
+                             401, "no org id")
+        self.assert_rejected(self.push(req, headers={"Authorization": good_auth,
+                                                     "X-Scope-OrgID": "team-b"}),
+                             401, "unknown tenant")
+        self.assert_rejected(self.push(req, headers={"X-Scope-OrgID": "team-a"}),
+                             401, "credentials")
+        code, _, _ = self.push(req, headers={"Authorization": good_auth,
+                                             "X-Scope-OrgID": "team-a"})
+        self.assertEqual(code, 200)
+        self.assertEqual(self.control_get("/accepted")[0]["tenant"], "team-a")
+
+
+if __name__ == "__main__":
+    unittest.main()
