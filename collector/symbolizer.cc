@@ -1,0 +1,471 @@
+// Symbolizer over elfutils libdwfl.
+//
+// One Dwfl session per module (keyed by build-id, or by path when the module
+// has none), holding exactly one ELF reported at bias 0 so module addresses
+// are the ELF's own virtual addresses: lookup address = runtime address -
+// load_bias. DWARF comes from the ELF itself or, when it has none, from a
+// separate debug file that our find_debuginfo callback locates and checks.
+// Results are cached per (module, lookup address) for the symbolizer's life.
+
+#include "collector/symbolizer.h"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+std::string HexEncode(const unsigned char* bytes, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) {
+    hex.push_back(kDigits[bytes[i] >> 4]);
+    hex.push_back(kDigits[bytes[i] & 0xf]);
+  }
+  return hex;
+}
+
+// The GNU build-id of the ELF file at `path` as lower-case hex; empty when
+// the file is not a readable ELF or has no build-id note.
+std::string ReadBuildIdHex(int fd) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return "";
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (elf == nullptr) return "";
+  std::string hex;
+  if (elf_kind(elf) == ELF_K_ELF) {
+    const void* bits = nullptr;
+    ssize_t size = dwelf_elf_gnu_build_id(elf, &bits);
+    if (size > 0) {
+      hex = HexEncode(static_cast<const unsigned char*>(bits),
+                      static_cast<size_t>(size));
+    }
+  }
+  elf_end(elf);
+  return hex;
+}
+
+// "<dir>/.build-id/ab/cdef...<suffix>", the layout of /usr/lib/debug.
+std::string BuildIdPath(absl::string_view dir, absl::string_view build_id_hex,
+                        absl::string_view suffix) {
+  return absl::StrCat(dir, "/.build-id/", build_id_hex.substr(0, 2), "/",
+                      build_id_hex.substr(2), suffix);
+}
+
+std::string Demangle(const char* name) {
+  if (name == nullptr) return "";
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || demangled == nullptr) return name;
+  std::string result(demangled);
+  std::free(demangled);
+  return result;
+}
+
+// The demangled linkage name of a subprogram or inlined-subroutine DIE,
+// following DW_AT_abstract_origin / DW_AT_specification; its plain DW_AT_name
+// when it has no linkage name (C functions, some templates).
+std::string DieFunctionName(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* linkage = nullptr;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) != nullptr ||
+      dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr) != nullptr) {
+    linkage = dwarf_formstring(&attr);
+  }
+  if (linkage != nullptr) return Demangle(linkage);
+  if (dwarf_attr_integrate(die, DW_AT_name, &attr) != nullptr) {
+    const char* name = dwarf_formstring(&attr);
+    if (name != nullptr) return name;
+  }
+  return "";
+}
+
+// DW_AT_call_file / DW_AT_call_line of an inlined-subroutine DIE: where the
+// inlined function was called from, in its caller's terms.
+void CallSite(Dwarf_Die* inlined, Dwarf_Die* cudie, std::string* file,
+              int64_t* line) {
+  file->clear();
+  *line = 0;
+  Dwarf_Attribute attr;
+  Dwarf_Word value = 0;
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &value) ==
+      0) {
+    *line = static_cast<int64_t>(value);
+  }
+  Dwarf_Files* files = nullptr;
+  size_t file_count = 0;
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) ==
+          0 &&
+      dwarf_getsrcfiles(cudie, &files, &file_count) == 0 &&
+      value < file_count) {
+    const char* name = dwarf_filesrc(files, value, nullptr, nullptr);
+    if (name != nullptr) *file = name;
+  }
+}
+
+// libdebuginfod, loaded on first use with dlopen so the collector neither
+// links nor requires it (Debian: libdebuginfod1). Its client honours
+// DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH and DEBUGINFOD_TIMEOUT.
+class Debuginfod {
+ public:
+  Debuginfod() = default;
+  Debuginfod(const Debuginfod&) = delete;
+  Debuginfod& operator=(const Debuginfod&) = delete;
+  ~Debuginfod() {
+    if (client_ != nullptr) end_(client_);
+    if (library_ != nullptr) dlclose(library_);
+  }
+
+  enum class Kind { kExecutable, kDebuginfo };
+
+  // Path of the cached download for `build_id_hex`, or empty.
+  std::string Find(Kind kind, const std::string& build_id_hex) {
+    if (!Load()) return "";
+    auto find = kind == Kind::kExecutable ? find_executable_ : find_debuginfo_;
+    char* path = nullptr;
+    // A build_id_len of 0 means "build_id is a hex string".
+    int fd = find(client_,
+                  reinterpret_cast<const unsigned char*>(build_id_hex.c_str()),
+                  0, &path);
+    if (fd < 0) return "";
+    close(fd);
+    std::string result = path != nullptr ? path : "";
+    std::free(path);
+    return result;
+  }
+
+ private:
+  using Client = void;
+  using BeginFn = Client* (*)();
+  using EndFn = void (*)(Client*);
+  using FindFn = int (*)(Client*, const unsigned char*, int, char**);
+
+  bool Load() {
+    if (tried_) return client_ != nullptr;
+    tried_ = true;
+    const char* urls = std::getenv("DEBUGINFOD_URLS");
+    if (urls == nullptr || urls[0] == '\0') return false;
+    library_ = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (library_ == nullptr) return false;
+    auto begin = reinterpret_cast<BeginFn>(dlsym(library_, "debuginfod_begin"));
+    end_ = reinterpret_cast<EndFn>(dlsym(library_, "debuginfod_end"));
+    find_executable_ =
+        reinterpret_cast<FindFn>(dlsym(library_, "debuginfod_find_executable"));
+    find_debuginfo_ =
+        reinterpret_cast<FindFn>(dlsym(library_, "debuginfod_find_debuginfo"));
+    if (begin == nullptr || end_ == nullptr || find_executable_ == nullptr ||
+        find_debuginfo_ == nullptr) {
+      return false;
+    }
+    client_ = begin();
+    return client_ != nullptr;
+  }
+
+  bool tried_ = false;
+  void* library_ = nullptr;
+  Client* client_ = nullptr;
+  EndFn end_ = nullptr;
+  FindFn find_executable_ = nullptr;
+  FindFn find_debuginfo_ = nullptr;
+};
+
+class DwflSymbolizer;
+
+// One module's Dwfl session and its per-address results.
+struct LoadedModule {
+  ~LoadedModule() {
+    if (dwfl != nullptr) dwfl_end(dwfl);
+  }
+  DwflSymbolizer* owner = nullptr;
+  std::string build_id_hex;  // of the file actually opened (may be empty)
+  Dwfl* dwfl = nullptr;      // null when no usable file was found
+  Dwfl_Module* module = nullptr;
+  absl::flat_hash_map<uint64_t, std::vector<SymbolizedFrame>> frames_by_address;
+};
+
+class DwflSymbolizer final : public Symbolizer {
+ public:
+  explicit DwflSymbolizer(const SymbolizerOptions& options)
+      : options_(options) {
+    elf_version(EV_CURRENT);
+  }
+
+  using Symbolizer::Symbolize;
+
+  std::vector<SymbolizedFrame> Symbolize(const ModuleInfo& module,
+                                         uint64_t address,
+                                         AddressKind kind) override {
+    ++stats_.lookups;
+    LoadedModule& loaded = Load(module);
+    uint64_t lookup = address - module.load_bias;
+    if (kind == AddressKind::kReturnAddress && lookup > 0) --lookup;
+    auto it = loaded.frames_by_address.find(lookup);
+    if (it != loaded.frames_by_address.end()) {
+      ++stats_.cache_hits;
+      return it->second;
+    }
+    std::vector<SymbolizedFrame> frames;
+    if (loaded.module != nullptr && address >= module.load_bias) {
+      frames = Resolve(loaded.module, lookup);
+    }
+    ++(frames.empty() ? stats_.addresses_unresolved
+                      : stats_.addresses_resolved);
+    return loaded.frames_by_address.emplace(lookup, std::move(frames))
+        .first->second;
+  }
+
+  uint64_t misses() const override { return stats_.addresses_unresolved; }
+  SymbolizerStats stats() const override { return stats_; }
+
+  // find_debuginfo for modules whose ELF has no DWARF: a checked
+  // .build-id/xx/yyy.debug under a symbols dir, then debuginfod. Returns an
+  // fd libdwfl takes over and sets *path to a malloc'd name, or -1.
+  int FindDebuginfo(const LoadedModule& loaded, char** path) {
+    if (loaded.build_id_hex.size() < 3) return -1;
+    std::vector<std::string> candidates;
+    for (const std::string& dir : options_.symbol_dirs) {
+      candidates.push_back(BuildIdPath(dir, loaded.build_id_hex, ".debug"));
+    }
+    for (const std::string& candidate : candidates) {
+      int fd = OpenIfBuildIdMatches(candidate, loaded.build_id_hex);
+      if (fd >= 0) {
+        *path = strdup(candidate.c_str());
+        return fd;
+      }
+    }
+    if (options_.use_debuginfod) {
+      std::string fetched =
+          debuginfod_.Find(Debuginfod::Kind::kDebuginfo, loaded.build_id_hex);
+      if (!fetched.empty()) {
+        int fd = OpenIfBuildIdMatches(fetched, loaded.build_id_hex);
+        if (fd >= 0) {
+          ++stats_.debuginfod_fetches;
+          *path = strdup(fetched.c_str());
+          return fd;
+        }
+      }
+    }
+    return -1;
+  }
+
+ private:
+  static int FindDebuginfoCallback(Dwfl_Module*, void** userdata, const char*,
+                                   Dwarf_Addr, const char*, const char*,
+                                   GElf_Word, char** path) {
+    auto* loaded = static_cast<LoadedModule*>(*userdata);
+    if (loaded == nullptr) return -1;
+    return loaded->owner->FindDebuginfo(*loaded, path);
+  }
+
+  static const Dwfl_Callbacks* Callbacks() {
+    static char* no_debuginfo_path = nullptr;
+    static const Dwfl_Callbacks callbacks = [] {
+      Dwfl_Callbacks c = {};
+      c.find_elf = dwfl_build_id_find_elf;  // unused: we report every ELF
+      c.find_debuginfo = FindDebuginfoCallback;
+      c.section_address = dwfl_offline_section_address;
+      c.debuginfo_path = &no_debuginfo_path;
+      return c;
+    }();
+    return &callbacks;
+  }
+
+  // Opens `path` read-only when it is an ELF whose build-id is `expected`
+  // (any ELF when `expected` is empty). Counts mismatches.
+  int OpenIfBuildIdMatches(const std::string& path,
+                           const std::string& expected) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    std::string actual = ReadBuildIdHex(fd);
+    if (!expected.empty() && actual != expected) {
+      ++stats_.build_id_mismatches;
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
+  // Files that may hold `module`, most direct first.
+  std::vector<std::string> Candidates(const ModuleInfo& module) const {
+    std::vector<std::string> candidates;
+    if (!module.path.empty() && module.path[0] == '/') {
+      if (module.pid != 0 && !options_.proc_root.empty()) {
+        candidates.push_back(absl::StrCat(options_.proc_root, "/", module.pid,
+                                          "/root", module.path));
+      }
+      candidates.push_back(module.path);
+    }
+    if (module.build_id_hex.size() >= 3) {
+      // The binary itself (as Fedora lays it out), then a debug file, which
+      // carries section headers, .symtab and DWARF and can stand in for a
+      // binary we cannot see.
+      for (const std::string& dir : options_.symbol_dirs) {
+        candidates.push_back(BuildIdPath(dir, module.build_id_hex, ""));
+      }
+      for (const std::string& dir : options_.symbol_dirs) {
+        candidates.push_back(BuildIdPath(dir, module.build_id_hex, ".debug"));
+      }
+    }
+    return candidates;
+  }
+
+  // Reports `path` as the only module of a new Dwfl. False when libdwfl
+  // cannot use it.
+  bool Report(const std::string& path, LoadedModule* loaded) {
+    int fd = OpenIfBuildIdMatches(path, loaded->build_id_hex);
+    if (fd < 0) return false;
+    if (loaded->build_id_hex.empty()) loaded->build_id_hex = ReadBuildIdHex(fd);
+    Dwfl* dwfl = dwfl_begin(Callbacks());
+    if (dwfl == nullptr) {
+      close(fd);
+      return false;
+    }
+    // On success dwfl_report_elf takes `fd` over (dwfl_end closes it); on
+    // failure it stays ours. Bias 0: module addresses are the ELF's virtual
+    // addresses.
+    Dwfl_Module* mod = dwfl_report_elf(dwfl, path.c_str(), path.c_str(), fd,
+                                       /*base=*/0, /*add_p_vaddr=*/false);
+    if (mod == nullptr) close(fd);
+    if (mod == nullptr || dwfl_report_end(dwfl, nullptr, nullptr) != 0) {
+      dwfl_end(dwfl);
+      return false;
+    }
+    void** userdata = nullptr;
+    dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr,
+                     nullptr, nullptr);
+    *userdata = loaded;
+    loaded->dwfl = dwfl;
+    loaded->module = mod;
+    return true;
+  }
+
+  LoadedModule& Load(const ModuleInfo& module) {
+    const std::string key = module.build_id_hex.empty()
+                                ? absl::StrCat("path:", module.path)
+                                : module.build_id_hex;
+    std::unique_ptr<LoadedModule>& slot = modules_[key];
+    if (slot != nullptr) return *slot;
+    slot = std::make_unique<LoadedModule>();
+    slot->owner = this;
+    for (const std::string& candidate : Candidates(module)) {
+      slot->build_id_hex = module.build_id_hex;
+      if (Report(candidate, slot.get())) break;
+    }
+    if (slot->module == nullptr && options_.use_debuginfod &&
+        !module.build_id_hex.empty()) {
+      for (auto kind :
+           {Debuginfod::Kind::kExecutable, Debuginfod::Kind::kDebuginfo}) {
+        std::string fetched = debuginfod_.Find(kind, module.build_id_hex);
+        slot->build_id_hex = module.build_id_hex;
+        if (!fetched.empty() && Report(fetched, slot.get())) {
+          ++stats_.debuginfod_fetches;
+          break;
+        }
+      }
+    }
+    ++(slot->module != nullptr ? stats_.modules_opened
+                               : stats_.modules_not_found);
+    return *slot;
+  }
+
+  // DWARF first (inline chain with file:line), the ELF symbol table for
+  // whatever DWARF does not name.
+  static std::vector<SymbolizedFrame> Resolve(Dwfl_Module* mod,
+                                              uint64_t address) {
+    std::vector<SymbolizedFrame> frames;
+    std::string file;
+    int64_t line = 0;
+    if (Dwfl_Line* dwfl_line = dwfl_module_getsrc(mod, address)) {
+      int line_number = 0;
+      const char* name = dwfl_lineinfo(dwfl_line, nullptr, &line_number,
+                                       nullptr, nullptr, nullptr);
+      if (name != nullptr) file = name;
+      line = line_number;
+    }
+
+    Dwarf_Addr bias = 0;
+    Dwarf_Die* cudie = dwfl_module_addrdie(mod, address, &bias);
+    Dwarf_Die* scopes = nullptr;
+    int scope_count =
+        cudie != nullptr ? dwarf_getscopes(cudie, address - bias, &scopes) : 0;
+    // The innermost function-like scope; dwarf_getscopes_die then walks its
+    // lexical parents (an inlined instance's parents are its caller's
+    // scopes, which dwarf_getscopes itself does not guarantee).
+    Dwarf_Die* innermost = nullptr;
+    for (int i = 0; i < scope_count; ++i) {
+      int tag = dwarf_tag(&scopes[i]);
+      if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+        innermost = &scopes[i];
+        break;
+      }
+    }
+    Dwarf_Die* chain = nullptr;
+    int chain_count =
+        innermost != nullptr ? dwarf_getscopes_die(innermost, &chain) : 0;
+    for (int i = 0; i < chain_count; ++i) {
+      int tag = dwarf_tag(&chain[i]);
+      if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) {
+        continue;
+      }
+      frames.push_back({DieFunctionName(&chain[i]), file, line});
+      if (tag == DW_TAG_subprogram) break;
+      CallSite(&chain[i], cudie, &file, &line);
+    }
+    std::free(chain);
+    std::free(scopes);
+
+    // No DWARF function (stripped, or a CU without subprograms): the symbol
+    // table names the physical function; keep the line table's answer.
+    if (frames.empty() || frames.back().function.empty()) {
+      GElf_Off offset = 0;
+      GElf_Sym sym;
+      const char* name = dwfl_module_addrinfo(mod, address, &offset, &sym,
+                                              nullptr, nullptr, nullptr);
+      if (name != nullptr) {
+        if (frames.empty()) {
+          frames.push_back({Demangle(name), file, line});
+        } else {
+          frames.back().function = Demangle(name);
+        }
+      }
+    }
+    if (!frames.empty() && frames.back().function.empty() &&
+        frames.size() == 1 && frames.back().file.empty()) {
+      frames.clear();
+    }
+    return frames;
+  }
+
+  const SymbolizerOptions options_;
+  SymbolizerStats stats_;
+  Debuginfod debuginfod_;
+  absl::flat_hash_map<std::string, std::unique_ptr<LoadedModule>> modules_;
+};
+
+}  // namespace
+
+std::unique_ptr<Symbolizer> Symbolizer::Create(
+    const SymbolizerOptions& options) {
+  return std::make_unique<DwflSymbolizer>(options);
+}
+
+}  // namespace collector
+}  // namespace ringprof

@@ -1,0 +1,301 @@
+#include "collector/symbolizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr char kDataDir[] = "collector/testdata/symbolizer/";
+constexpr char kSourceFile[] = "symbolizer_test_program.cc";
+
+std::string DataPath(const std::string& name) {
+  return fs::absolute(fs::path(kDataDir) / name).string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+// What the test program printed about itself in one run: runtime
+// addresses, its load bias and the source lines of the inlined calls.
+struct ProgramFacts {
+  uint64_t load_bias = 0;
+  uint64_t outer_return_address = 0;
+  uint64_t leaf = 0;
+  uint64_t c_function = 0;
+  int64_t inner_call_line = 0;
+  int64_t middle_call_line = 0;
+  int64_t outer_call_line = 0;
+};
+
+ProgramFacts RunProgram() {
+  std::map<std::string, std::string> values;
+  FILE* out = popen(DataPath("symbolizer_test_program").c_str(), "r");
+  EXPECT_NE(out, nullptr);
+  if (out == nullptr) return {};
+  char key[64];
+  char value[64];
+  while (fscanf(out, "%63s %63s", key, value) == 2) values[key] = value;
+  EXPECT_EQ(pclose(out), 0);
+  auto number = [&](const char* name) -> uint64_t {
+    EXPECT_EQ(values.count(name), 1u) << name;
+    return std::strtoull(values[name].c_str(), nullptr, 0);
+  };
+  ProgramFacts facts;
+  facts.load_bias = number("load_bias");
+  facts.outer_return_address = number("outer_return_address");
+  facts.leaf = number("leaf");
+  facts.c_function = number("c_function");
+  facts.inner_call_line = static_cast<int64_t>(number("inner_call_line"));
+  facts.middle_call_line = static_cast<int64_t>(number("middle_call_line"));
+  facts.outer_call_line = static_cast<int64_t>(number("outer_call_line"));
+  return facts;
+}
+
+class SymbolizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    facts_ = RunProgram();
+    build_id_ = ReadFile(DataPath("symbolizer_test_program.build_id"));
+    while (!build_id_.empty() && build_id_.back() == '\n') build_id_.pop_back();
+    ASSERT_GT(build_id_.size(), 2u);
+    std::string pattern =
+        (fs::path(getenv("TEST_TMPDIR")) / "symbolizer.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    scratch_ = pattern;
+  }
+
+  void TearDown() override { fs::remove_all(scratch_); }
+
+  ModuleInfo Module(const std::string& path) const {
+    ModuleInfo module;
+    module.path = path;
+    module.build_id_hex = build_id_;
+    module.load_bias = facts_.load_bias;
+    module.pid = 1;  // /proc/1/root/<path> is not where these files live
+    return module;
+  }
+
+  // A symbols dir holding `file` as .build-id/xx/yyy.debug for `build_id`.
+  std::string SymbolsDirWith(const std::string& file,
+                             const std::string& build_id) {
+    fs::path dir = scratch_ / "symbols";
+    fs::path debug = dir / ".build-id" / build_id.substr(0, 2) /
+                     (build_id.substr(2) + ".debug");
+    fs::create_directories(debug.parent_path());
+    fs::copy_file(file, debug, fs::copy_options::overwrite_existing);
+    return dir.string();
+  }
+
+  // The inline chain at the return address inside Outer: Inner<long> at the
+  // call of CaptureReturnAddress, inlined into Middle at its call of Inner,
+  // inlined into Outer at its call of Middle.
+  void ExpectOuterChain(const std::vector<SymbolizedFrame>& frames) const {
+    ASSERT_THAT(frames, SizeIs(3));
+    EXPECT_THAT(frames[0].function, HasSubstr("ringprof_test::Inner<long>"));
+    EXPECT_THAT(frames[0].file, EndsWith(kSourceFile));
+    EXPECT_EQ(frames[0].line, facts_.inner_call_line);
+    EXPECT_EQ(frames[1].function, "ringprof_test::Middle(int)");
+    EXPECT_THAT(frames[1].file, EndsWith(kSourceFile));
+    EXPECT_EQ(frames[1].line, facts_.middle_call_line);
+    EXPECT_EQ(frames[2].function, "ringprof_test::Outer(int)");
+    EXPECT_THAT(frames[2].file, EndsWith(kSourceFile));
+    EXPECT_EQ(frames[2].line, facts_.outer_call_line);
+  }
+
+  ProgramFacts facts_;
+  std::string build_id_;
+  fs::path scratch_;
+};
+
+TEST_F(SymbolizerTest, ResolvesInlineChainWithDemangledNamesAndLines) {
+  auto symbolizer = Symbolizer::Create({});
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module(DataPath("symbolizer_test_program")), facts_.outer_return_address,
+      AddressKind::kReturnAddress));
+}
+
+TEST_F(SymbolizerTest, ResolvesFunctionEntriesIncludingExternC) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  std::vector<SymbolizedFrame> leaf =
+      symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction);
+  ASSERT_THAT(leaf, SizeIs(1));
+  EXPECT_EQ(leaf[0].function, "ringprof_test::Leaf(int)");
+  EXPECT_THAT(leaf[0].file, EndsWith(kSourceFile));
+  EXPECT_GT(leaf[0].line, facts_.outer_call_line);
+
+  std::vector<SymbolizedFrame> c_function = symbolizer->Symbolize(
+      module, facts_.c_function, AddressKind::kInstruction);
+  ASSERT_THAT(c_function, SizeIs(1));
+  EXPECT_EQ(c_function[0].function, "ringprof_test_c_function");
+}
+
+TEST_F(SymbolizerTest, ReturnAddressIsLookedUpAtTheCallInstruction) {
+  // The return address itself is the instruction after the call; once the
+  // call returns, Outer continues on its own line (sink_pointer = ...), so
+  // an exact lookup must not claim the inlined frames' call lines.
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  std::vector<SymbolizedFrame> as_call = symbolizer->Symbolize(
+      module, facts_.outer_return_address, AddressKind::kReturnAddress);
+  std::vector<SymbolizedFrame> as_pc = symbolizer->Symbolize(
+      module, facts_.outer_return_address, AddressKind::kInstruction);
+  ASSERT_FALSE(as_pc.empty());
+  EXPECT_EQ(as_pc.back().function, "ringprof_test::Outer(int)");
+  EXPECT_FALSE(as_pc.size() == as_call.size() &&
+               as_pc.front().line == as_call.front().line)
+      << "the two lookups should differ at the call boundary";
+  EXPECT_EQ(symbolizer->stats().cache_hits, 0u);
+}
+
+TEST_F(SymbolizerTest, StrippedBinaryAloneResolvesNothing) {
+  auto symbolizer = Symbolizer::Create({});
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_EQ(symbolizer->misses(), 1u);
+  EXPECT_EQ(symbolizer->stats().modules_opened, 1u);
+}
+
+TEST_F(SymbolizerTest, StrippedBinaryResolvesThroughSymbolsDir) {
+  SymbolizerOptions options;
+  options.symbol_dirs = {
+      SymbolsDirWith(DataPath("symbolizer_test_program.debug"), build_id_)};
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo module = Module(DataPath("stripped/symbolizer_test_program"));
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+  std::vector<SymbolizedFrame> leaf =
+      symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction);
+  ASSERT_THAT(leaf, SizeIs(1));
+  EXPECT_EQ(leaf[0].function, "ringprof_test::Leaf(int)");
+}
+
+TEST_F(SymbolizerTest, DebugFileStandsInForAMissingBinary) {
+  SymbolizerOptions options;
+  options.symbol_dirs = {
+      SymbolsDirWith(DataPath("symbolizer_test_program.debug"), build_id_)};
+  auto symbolizer = Symbolizer::Create(options);
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module("/nonexistent/ringprof/symbolizer_test_program"),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+}
+
+TEST_F(SymbolizerTest, FindsBinaryUnderTheProcessRoot) {
+  // As if the workload ran in another mount namespace: the path it reported
+  // exists only under <proc_root>/<pid>/root.
+  const std::string reported = "/opt/workload/bin/program";
+  fs::path proc_root = scratch_ / "proc";
+  fs::path inside = proc_root / "4242" / "root" / "opt/workload/bin/program";
+  fs::create_directories(inside.parent_path());
+  fs::copy_file(DataPath("symbolizer_test_program"), inside);
+  SymbolizerOptions options;
+  options.proc_root = proc_root.string();
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo module = Module(reported);
+  module.pid = 4242;
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+}
+
+TEST_F(SymbolizerTest, RejectsFilesWithAnotherBuildId) {
+  // The right path, the wrong expected id: the binary must not be used.
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  module.build_id_hex = "00112233445566778899aabbccddeeff00112233";
+  EXPECT_THAT(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                    AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_GE(symbolizer->stats().build_id_mismatches, 1u);
+  EXPECT_EQ(symbolizer->stats().modules_not_found, 1u);
+}
+
+TEST_F(SymbolizerTest, RejectsDebugFileWithAnotherBuildId) {
+  // A debug file at the right .build-id path that belongs to another binary
+  // (this test itself) must not lend the stripped binary its DWARF.
+  SymbolizerOptions options;
+  options.symbol_dirs = {SymbolsDirWith("/proc/self/exe", build_id_)};
+  auto symbolizer = Symbolizer::Create(options);
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_GE(symbolizer->stats().build_id_mismatches, 1u);
+}
+
+TEST_F(SymbolizerTest, UnknownAddressResolvesToNothing) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  EXPECT_THAT(symbolizer->Symbolize(module, facts_.load_bias + 0x40000000,
+                                    AddressKind::kInstruction),
+              IsEmpty());
+  EXPECT_EQ(symbolizer->misses(), 1u);
+}
+
+TEST_F(SymbolizerTest, EachAddressIsResolvedOncePerBuildId) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo first = Module(DataPath("symbolizer_test_program"));
+  ModuleInfo second_process = first;
+  second_process.pid = 2;
+  second_process.load_bias = first.load_bias + 0x100000;  // ASLR elsewhere
+  const uint64_t offset = facts_.outer_return_address - first.load_bias;
+
+  for (int i = 0; i < 3; ++i) {
+    ExpectOuterChain(symbolizer->Symbolize(first, first.load_bias + offset,
+                                           AddressKind::kReturnAddress));
+  }
+  ExpectOuterChain(symbolizer->Symbolize(second_process,
+                                         second_process.load_bias + offset,
+                                         AddressKind::kReturnAddress));
+  symbolizer->Symbolize(first, facts_.leaf, AddressKind::kInstruction);
+
+  SymbolizerStats stats = symbolizer->stats();
+  EXPECT_EQ(stats.lookups, 5u);
+  EXPECT_EQ(stats.cache_hits, 3u);
+  EXPECT_EQ(stats.addresses_resolved, 2u);
+  EXPECT_EQ(stats.addresses_unresolved, 0u);
+  EXPECT_EQ(stats.modules_opened, 1u);
+}
+
+TEST_F(SymbolizerTest, ModulesWithoutBuildIdAreKeyedByPath) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  module.build_id_hex.clear();
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+  ModuleInfo other = Module(DataPath("stripped/symbolizer_test_program"));
+  other.build_id_hex.clear();
+  EXPECT_THAT(symbolizer->Symbolize(other, facts_.outer_return_address,
+                                    AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_EQ(symbolizer->stats().modules_opened, 2u);
+}
+
+}  // namespace
+}  // namespace collector
+}  // namespace ringprof
