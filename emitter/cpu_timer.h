@@ -9,6 +9,8 @@
 #ifndef RINGPROF_EMITTER_CPU_TIMER_H_
 #define RINGPROF_EMITTER_CPU_TIMER_H_
 
+#include <cstdint>
+
 namespace ringprof {
 namespace emitter {
 
@@ -26,6 +28,19 @@ void CpuTimerAfterForkChild();
 // At process exit or when the emitter switches itself off: no timer or
 // handler is left behind.
 void CpuTimerShutdown();
+
+// Counters for tests and diagnostics (relaxed reads; any thread).
+struct CpuTimerStats {
+  bool running = false;    // handler installed, timers being armed
+  int signal = 0;          // the configured signal number
+  uint64_t period_ns = 0;  // timer period (1e9 / RINGPROF_CPU_HZ)
+  uint64_t samples_recorded = 0;
+  uint64_t samples_dropped = 0;  // AppendRecord refused them
+  uint64_t samples_pc_only = 0;  // stack reduced to the interrupted pc
+  uint64_t threads_armed = 0;
+  uint64_t threads_skipped = 0;  // signal blocked, or timer_create failed
+};
+CpuTimerStats GetCpuTimerStats();
 
 }  // namespace emitter
 }  // namespace ringprof

@@ -1,0 +1,671 @@
+// The CPU-timer sample source. Contract in cpu_timer.h, design notes and the
+// user-visible effects in CPU_TIMER.md.
+//
+// How it works, in one paragraph: every thread gets its own POSIX timer on
+// its own CPU-time clock (timer_create(CLOCK_THREAD_CPUTIME_ID) with
+// SIGEV_THREAD_ID), so a thread is interrupted only after it has itself
+// consumed one period of CPU, and the signal lands on that very thread. The
+// handler reads the thread's CPU clock (the sample's weight is the CPU time
+// since the thread's previous sample, so the weights add up to the thread's
+// CPU time whatever the timer's granularity), captures the stack through the
+// signal frame and appends a CpuSample. Timers are made with raw syscalls (no
+// glibc timer bookkeeping, nothing allocated) and tracked in a fixed
+// lock-free registry so that Shutdown can delete every one of them.
+#include "emitter/cpu_timer.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "emitter/runtime.h"
+#include "ringfile/format.h"
+
+// glibc's own name for sigaction; the fallback when dlsym cannot find the
+// next definition.
+extern "C" int __sigaction(int, const struct sigaction*, struct sigaction*);
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Configuration.
+
+constexpr int kDefaultCpuHz = 100;
+constexpr int kMaxCpuHz = 1000;
+// Offset from SIGRTMAX of the default signal. Applications that use
+// real-time signals conventionally allocate them upwards from SIGRTMIN
+// (glibc's own two sit just below it), so the top of the range is the least
+// likely to collide; the collision check below covers the rest.
+constexpr int kDefaultSignalBelowRtMax = 4;
+
+// Frames we keep per sample, and the extra room for the handler's own frames
+// (handler, CaptureStack, libgcc, the sigreturn trampoline) that are cut off.
+constexpr int kMaxSampleFrames = 256;
+constexpr int kHandlerFrameSlack = 16;
+
+// sigev_value of our timers, checked in the handler so that a stray
+// sigqueue() of our signal is not taken for a sample.
+constexpr int kTimerCookie = 0x52505443;  // "RPTC"
+
+// A bounded, allocation-free line for stderr.
+class Line {
+ public:
+  Line& Add(const char* s) {
+    while (*s != '\0' && size_ + 2 < sizeof(buf_)) buf_[size_++] = *s++;
+    return *this;
+  }
+  Line& AddInt(int64_t v) {
+    char digits[24];
+    int n = 0;
+    uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : v;
+    do {
+      digits[n++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) digits[n++] = '-';
+    while (n > 0 && size_ + 2 < sizeof(buf_)) buf_[size_++] = digits[--n];
+    return *this;
+  }
+  void Write() {
+    buf_[size_++] = '\n';
+    ssize_t unused = write(STDERR_FILENO, buf_, size_);
+    (void)unused;
+  }
+
+ private:
+  char buf_[256];
+  size_t size_ = 0;
+};
+
+// Parses an optionally signed decimal integer made only of digits.
+bool ParseInt(const char* s, int64_t* out) {
+  bool negative = false;
+  if (*s == '-' || *s == '+') negative = *s++ == '-';
+  if (*s == '\0') return false;
+  int64_t value = 0;
+  for (; *s != '\0'; ++s) {
+    if (*s < '0' || *s > '9' || value > 100000000) return false;
+    value = value * 10 + (*s - '0');
+  }
+  *out = negative ? -value : value;
+  return true;
+}
+
+void ReportBadValue(const char* name, const char* value, const char* expected,
+                    int64_t fallback) {
+  Line()
+      .Add("ringprof: ignoring ")
+      .Add(name)
+      .Add("='")
+      .Add(value)
+      .Add("' (expected ")
+      .Add(expected)
+      .Add("); using ")
+      .AddInt(fallback)
+      .Write();
+}
+
+// RINGPROF_CPU_HZ: timer frequency per thread, 0 = off.
+int ReadCpuHz() {
+  const char* value = getenv("RINGPROF_CPU_HZ");
+  if (value == nullptr || *value == '\0') return kDefaultCpuHz;
+  int64_t hz = 0;
+  if (!ParseInt(value, &hz) || hz < 0 || hz > kMaxCpuHz) {
+    ReportBadValue("RINGPROF_CPU_HZ", value, "0 (off) to 1000", kDefaultCpuHz);
+    return kDefaultCpuHz;
+  }
+  return static_cast<int>(hz);
+}
+
+// RINGPROF_CPU_SIGNAL: a number in [SIGRTMIN, SIGRTMAX], or SIGRTMIN+n /
+// SIGRTMAX-n (also without the "SIG" prefix).
+int ReadCpuSignal() {
+  const int fallback = SIGRTMAX - kDefaultSignalBelowRtMax;
+  const char* value = getenv("RINGPROF_CPU_SIGNAL");
+  if (value == nullptr || *value == '\0') return fallback;
+  const char* s = value;
+  if (strncmp(s, "SIG", 3) == 0) s += 3;
+  int64_t signo = -1;
+  int64_t offset = 0;
+  if (strncmp(s, "RTMIN", 5) == 0) {
+    signo = SIGRTMIN;
+    if (s[5] != '\0' && !ParseInt(s + 5, &offset)) signo = -1;
+  } else if (strncmp(s, "RTMAX", 5) == 0) {
+    signo = SIGRTMAX;
+    if (s[5] != '\0' && !ParseInt(s + 5, &offset)) signo = -1;
+  } else if (!ParseInt(s, &signo)) {
+    signo = -1;
+  }
+  signo += offset;
+  if (signo < SIGRTMIN || signo > SIGRTMAX) {
+    ReportBadValue("RINGPROF_CPU_SIGNAL", value,
+                   "a real-time signal, e.g. SIGRTMAX-4 or 60", fallback);
+    return fallback;
+  }
+  return static_cast<int>(signo);
+}
+
+// ---------------------------------------------------------------------------
+// Process-wide state.
+
+enum class State : int {
+  kOff = 0,      // never started (disabled, or the signal was taken)
+  kRunning = 1,  // handler installed, threads get timers
+  kStopped = 2,  // shut down or backed off; nothing left behind
+};
+
+std::atomic<State> g_state{State::kOff};
+int g_signal = 0;
+int64_t g_period_ns = 0;
+pid_t g_owner_pid = 0;  // the process whose timers the registry holds
+struct sigaction g_app_disposition;  // what was there before our handler
+
+// The range of libgcc_s's code, where the unwinder runs: a sample that
+// interrupts it keeps only the interrupted pc (see RecordSample).
+uintptr_t g_unwinder_begin = 0;
+uintptr_t g_unwinder_end = 0;
+
+std::atomic<uint64_t> g_samples_recorded{0};
+std::atomic<uint64_t> g_samples_dropped{0};
+std::atomic<uint64_t> g_samples_pc_only{0};
+std::atomic<uint64_t> g_threads_armed{0};
+std::atomic<uint64_t> g_threads_skipped{0};
+std::atomic<bool> g_reported_backoff{false};
+std::atomic<bool> g_reported_arm_failure{false};
+
+// The timer registry: every live timer of this process, so that Shutdown
+// can delete the timers of all threads. A slot holds kFree, kArming (a
+// thread is creating its timer), kAbandoned (Shutdown ran while it was) or
+// the kernel timer id + 1. Ownership of an id moves only by CAS, so each
+// timer is deleted exactly once, by its thread or by Shutdown.
+constexpr int kMaxTimers = 4096;
+constexpr int64_t kFree = 0;
+constexpr int64_t kArming = -1;
+constexpr int64_t kAbandoned = -2;
+std::atomic<int64_t> g_registry[kMaxTimers];
+
+// Per-thread state, in initial-exec TLS (no __tls_get_addr, safe in a
+// signal handler). slot < 0: this thread has no timer.
+struct ThreadTimer {
+  int32_t slot;
+  int32_t timer_id;
+  uint64_t last_cpu_ns;  // thread CPU clock at the previous sample
+};
+__thread ThreadTimer t_timer
+    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0};
+
+// ---------------------------------------------------------------------------
+// Syscall wrappers (raw: glibc's timer_create keeps no state for
+// SIGEV_THREAD_ID timers, but the raw calls make "allocation-free" obvious).
+
+int TimerCreate(pid_t tid, int* timer_id) {
+  struct sigevent event;
+  memset(&event, 0, sizeof(event));
+  event.sigev_notify = SIGEV_THREAD_ID;
+  event.sigev_signo = g_signal;
+  event.sigev_value.sival_int = kTimerCookie;
+  event._sigev_un._tid = tid;
+  return static_cast<int>(
+      syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &event, timer_id));
+}
+
+int TimerArm(int timer_id, int64_t first_ns, int64_t period_ns) {
+  struct itimerspec spec;
+  spec.it_value.tv_sec = first_ns / 1000000000;
+  spec.it_value.tv_nsec = first_ns % 1000000000;
+  spec.it_interval.tv_sec = period_ns / 1000000000;
+  spec.it_interval.tv_nsec = period_ns % 1000000000;
+  return static_cast<int>(
+      syscall(SYS_timer_settime, timer_id, 0, &spec, nullptr));
+}
+
+void TimerDelete(int timer_id) { syscall(SYS_timer_delete, timer_id); }
+
+uint64_t ThreadCpuNs() {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// ---------------------------------------------------------------------------
+// The real sigaction, past our interposer (see the end of this file).
+
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+std::atomic<SigactionFn> g_next_sigaction{nullptr};
+
+SigactionFn NextSigaction() {
+  SigactionFn next = g_next_sigaction.load(std::memory_order_acquire);
+  if (next == nullptr) {
+    // RTLD_NEXT keeps whatever sits between us and libc (a sanitizer
+    // runtime, another preload) in the chain.
+    next = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
+    if (next == nullptr) next = &__sigaction;
+    g_next_sigaction.store(next, std::memory_order_release);
+  }
+  return next;
+}
+
+// ---------------------------------------------------------------------------
+// The signal handler.
+
+uintptr_t InterruptedPc(void* ucontext) {
+  const ucontext_t* uc = static_cast<const ucontext_t*>(ucontext);
+#if defined(__x86_64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.pc);
+#else
+#error "InterruptedPc: unsupported architecture"
+#endif
+}
+
+// Finds the interrupted frame in a stack captured from the handler: the
+// unwinder reports it as the exact pc or pc - 1, depending on whether it
+// treats the signal frame's successor like a return address.
+int FindInterruptedFrame(const uint64_t* frames, int count, uintptr_t pc) {
+  for (int i = 0; i < count; ++i) {
+    if (frames[i] == pc || frames[i] + 1 == pc || frames[i] == pc + 1) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+void RecordSample(void* ucontext) {
+  const uint64_t cpu_now = ThreadCpuNs();
+  uint64_t period_ns = static_cast<uint64_t>(g_period_ns);
+  if (cpu_now > t_timer.last_cpu_ns && t_timer.last_cpu_ns != 0) {
+    period_ns = cpu_now - t_timer.last_cpu_ns;
+  }
+  if (cpu_now != 0) t_timer.last_cpu_ns = cpu_now;
+
+  uint64_t frames[kMaxSampleFrames + kHandlerFrameSlack];
+  int max_frames = MaxFrames();
+  if (max_frames > kMaxSampleFrames || max_frames <= 0) {
+    max_frames = kMaxSampleFrames;
+  }
+  const uintptr_t pc = InterruptedPc(ucontext);
+  uint16_t flags = 0;
+  int count = 0;
+  int first = 0;
+  if (pc >= g_unwinder_begin && pc < g_unwinder_end) {
+    // Interrupted inside libgcc's unwinder (the emitter's own stack capture,
+    // or a C++ throw). Unwinding again from here is reentrant with
+    // _dl_find_object, but not where libgcc holds its object mutex (frames
+    // registered by a JIT): keep just the pc, so the time is still counted.
+    frames[0] = pc;
+    count = 1;
+    flags = ringfile::kSampleTruncated;
+    g_samples_pc_only.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    bool truncated = false;
+    count =
+        CaptureStack(frames, max_frames + kHandlerFrameSlack, 0, &truncated);
+    first = FindInterruptedFrame(frames, count, pc);
+    if (first < 0) {
+      // The unwinder did not get through the signal frame.
+      frames[0] = pc;
+      count = 1;
+      first = 0;
+      flags = ringfile::kSampleTruncated;
+      g_samples_pc_only.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      frames[first] = pc;  // the exact interrupted instruction
+      count -= first;
+      if (count > max_frames) {
+        count = max_frames;
+        truncated = true;
+      }
+      if (truncated) flags = ringfile::kSampleTruncated;
+    }
+  }
+
+  ringfile::CpuSample sample;
+  sample.monotonic_ns = MonotonicNowNs();
+  sample.tid = CurrentTid();
+  sample.frame_count = static_cast<uint16_t>(count);
+  sample.flags = flags;
+  sample.cpu_period_ns = period_ns;
+  if (AppendRecord(ringfile::RecordType::kCpuSample, &sample, sizeof(sample),
+                   frames + first,
+                   static_cast<uint32_t>(count) * sizeof(uint64_t))) {
+    g_samples_recorded.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    g_samples_dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void OnCpuTimerSignal(int /*signo*/, siginfo_t* info, void* ucontext) {
+  const int saved_errno = errno;
+  if (info != nullptr && info->si_code == SI_TIMER &&
+      info->si_value.sival_int == kTimerCookie && t_timer.slot >= 0 &&
+      g_state.load(std::memory_order_relaxed) == State::kRunning && Enabled()) {
+    RecordSample(ucontext);
+  }
+  errno = saved_errno;
+}
+
+// ---------------------------------------------------------------------------
+// Timers: arming, disarming, the registry.
+
+int ReserveSlot(pid_t tid) {
+  // Start probing at a tid-dependent place to keep CAS contention low.
+  const int start = static_cast<int>(static_cast<uint32_t>(tid) % kMaxTimers);
+  for (int i = 0; i < kMaxTimers; ++i) {
+    const int slot = (start + i) % kMaxTimers;
+    int64_t expected = kFree;
+    if (g_registry[slot].load(std::memory_order_relaxed) == kFree &&
+        g_registry[slot].compare_exchange_strong(expected, kArming,
+                                                 std::memory_order_acq_rel)) {
+      return slot;
+    }
+  }
+  return -1;
+}
+
+void ReportArmFailureOnce(const char* what, int error) {
+  if (g_reported_arm_failure.exchange(true)) return;
+  Line()
+      .Add("ringprof: CPU-timer sampling misses some threads: ")
+      .Add(what)
+      .Add(" (errno ")
+      .AddInt(error)
+      .Add(")")
+      .Write();
+}
+
+void ArmCurrentThread() {
+  if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
+  if (t_timer.slot >= 0) return;
+  // A thread that blocks our signal would never take a sample; arming it
+  // would only leave a signal pending that a sigwait() could pick up.
+  sigset_t mask;
+  if (pthread_sigmask(SIG_BLOCK, nullptr, &mask) != 0 ||
+      sigismember(&mask, g_signal)) {
+    g_threads_skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  const int slot = ReserveSlot(tid);
+  if (slot < 0) {
+    g_threads_skipped.fetch_add(1, std::memory_order_relaxed);
+    ReportArmFailureOnce("more than 4096 live threads", 0);
+    return;
+  }
+  int timer_id = -1;
+  if (TimerCreate(tid, &timer_id) != 0) {
+    const int error = errno;
+    g_registry[slot].store(kFree, std::memory_order_release);
+    g_threads_skipped.fetch_add(1, std::memory_order_relaxed);
+    ReportArmFailureOnce("timer_create failed", error);
+    return;
+  }
+  t_timer.last_cpu_ns = ThreadCpuNs();
+  t_timer.timer_id = timer_id;
+  t_timer.slot = slot;
+  // Spread the first expiry over one period so that threads started
+  // together do not take their samples in lockstep.
+  const int64_t first_ns =
+      1 + static_cast<int64_t>((static_cast<uint64_t>(tid) * 2654435761u) %
+                               static_cast<uint64_t>(g_period_ns));
+  TimerArm(timer_id, first_ns, g_period_ns);
+  int64_t expected = kArming;
+  if (!g_registry[slot].compare_exchange_strong(expected, timer_id + 1,
+                                                std::memory_order_acq_rel)) {
+    // Shutdown ran meanwhile and left this timer to us.
+    t_timer.slot = -1;
+    TimerDelete(timer_id);
+    g_registry[slot].store(kFree, std::memory_order_release);
+    return;
+  }
+  g_threads_armed.fetch_add(1, std::memory_order_relaxed);
+}
+
+void DisarmCurrentThread() {
+  const int slot = t_timer.slot;
+  if (slot < 0) return;
+  t_timer.slot = -1;  // first, so a late signal is ignored
+  int64_t expected = static_cast<int64_t>(t_timer.timer_id) + 1;
+  if (g_registry[slot].compare_exchange_strong(expected, kFree,
+                                               std::memory_order_acq_rel)) {
+    TimerDelete(t_timer.timer_id);
+  }
+}
+
+// Deletes every timer in the registry (only in the process that made them).
+void DeleteAllTimers() {
+  const bool ours = getpid() == g_owner_pid;
+  for (int slot = 0; slot < kMaxTimers; ++slot) {
+    int64_t value = g_registry[slot].load(std::memory_order_acquire);
+    while (value != kFree && value != kAbandoned) {
+      const int64_t next = value == kArming ? kAbandoned : kFree;
+      if (g_registry[slot].compare_exchange_weak(value, next,
+                                                 std::memory_order_acq_rel)) {
+        if (value > 0 && ours) TimerDelete(static_cast<int>(value - 1));
+        break;
+      }
+    }
+  }
+}
+
+// Puts back the disposition the application had before us. Going through
+// SIG_IGN first discards any of our signals still pending on some thread, so
+// none can reach the restored (usually default: terminate) disposition.
+void RestoreDisposition() {
+  struct sigaction ignore;
+  memset(&ignore, 0, sizeof(ignore));
+  ignore.sa_handler = SIG_IGN;
+  NextSigaction()(g_signal, &ignore, nullptr);
+  NextSigaction()(g_signal, &g_app_disposition, nullptr);
+}
+
+void FindUnwinderRange() {
+  Dl_info info;
+  void* unwinder = reinterpret_cast<void*>(&_Unwind_Backtrace);
+  if (dladdr(unwinder, &info) == 0 || info.dli_fname == nullptr ||
+      strstr(info.dli_fname, "libgcc_s") == nullptr) {
+    return;  // linked statically: nothing to single out
+  }
+  struct Search {
+    uintptr_t address;
+    uintptr_t begin;
+    uintptr_t end;
+  } search = {reinterpret_cast<uintptr_t>(unwinder), 0, 0};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* object, size_t, void* data) -> int {
+        Search* s = static_cast<Search*>(data);
+        for (int i = 0; i < object->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = object->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+          const uintptr_t begin = object->dlpi_addr + ph.p_vaddr;
+          const uintptr_t end = begin + ph.p_memsz;
+          if (s->address >= begin && s->address < end) {
+            s->begin = begin;
+            s->end = end;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &search);
+  g_unwinder_begin = search.begin;
+  g_unwinder_end = search.end;
+}
+
+// The application is taking our signal: stop sampling and give it back.
+void BackOff(int signo) {
+  if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
+  if (!g_reported_backoff.exchange(true)) {
+    Line()
+        .Add("ringprof: the application installs a handler for signal ")
+        .AddInt(signo)
+        .Add(
+            "; CPU-timer sampling stopped (set RINGPROF_CPU_SIGNAL to "
+            "another real-time signal)")
+        .Write();
+  }
+  CpuTimerShutdown();
+}
+
+bool OwnsSignal(int signo) {
+  return signo == g_signal &&
+         g_state.load(std::memory_order_acquire) == State::kRunning;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Lifecycle.
+
+void CpuTimerInit() {
+  static std::atomic<bool> initialized{false};
+  if (initialized.exchange(true)) return;
+  const int hz = ReadCpuHz();
+  g_signal = ReadCpuSignal();
+  if (hz == 0 || !Enabled()) return;
+  g_period_ns = 1000000000 / hz;
+
+  struct sigaction current;
+  if (NextSigaction()(g_signal, nullptr, &current) != 0) return;
+  const bool has_handler = (current.sa_flags & SA_SIGINFO) != 0
+                               ? current.sa_sigaction != nullptr
+                               : current.sa_handler != SIG_DFL;
+  if (has_handler) {
+    Line()
+        .Add("ringprof: signal ")
+        .AddInt(g_signal)
+        .Add(
+            " is already handled by the application; CPU-timer sampling "
+            "off (set RINGPROF_CPU_SIGNAL to another real-time signal)")
+        .Write();
+    return;
+  }
+  g_app_disposition = current;
+
+  // Warm the unwinder up outside any signal handler: libgcc initialises
+  // some tables under pthread_once on first use.
+  uint64_t warm[4];
+  bool truncated = false;
+  CaptureStack(warm, 4, 0, &truncated);
+  FindUnwinderRange();
+
+  struct sigaction action;
+  memset(&action, 0, sizeof(action));
+  action.sa_sigaction = &OnCpuTimerSignal;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  g_owner_pid = getpid();
+  if (NextSigaction()(g_signal, &action, nullptr) != 0) return;
+  g_state.store(State::kRunning, std::memory_order_release);
+  ArmCurrentThread();
+}
+
+void CpuTimerOnThreadStart() { ArmCurrentThread(); }
+
+void CpuTimerOnThreadExit() { DisarmCurrentThread(); }
+
+void CpuTimerAfterForkChild() {
+  if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
+  // Timers are not inherited: the registry's ids mean nothing here.
+  for (int slot = 0; slot < kMaxTimers; ++slot) {
+    g_registry[slot].store(kFree, std::memory_order_relaxed);
+  }
+  g_owner_pid = getpid();
+  t_timer.slot = -1;
+  ArmCurrentThread();
+}
+
+void CpuTimerShutdown() {
+  State expected = State::kRunning;
+  if (!g_state.compare_exchange_strong(expected, State::kStopped)) return;
+  t_timer.slot = -1;
+  DeleteAllTimers();
+  RestoreDisposition();
+}
+
+CpuTimerStats GetCpuTimerStats() {
+  CpuTimerStats stats;
+  stats.running = g_state.load(std::memory_order_acquire) == State::kRunning;
+  stats.signal = g_signal;
+  stats.period_ns = static_cast<uint64_t>(g_period_ns);
+  stats.samples_recorded = g_samples_recorded.load(std::memory_order_relaxed);
+  stats.samples_dropped = g_samples_dropped.load(std::memory_order_relaxed);
+  stats.samples_pc_only = g_samples_pc_only.load(std::memory_order_relaxed);
+  stats.threads_armed = g_threads_armed.load(std::memory_order_relaxed);
+  stats.threads_skipped = g_threads_skipped.load(std::memory_order_relaxed);
+  return stats;
+}
+
+}  // namespace emitter
+}  // namespace ringprof
+
+// ---------------------------------------------------------------------------
+// Interposed signal-disposition calls. While the sampler runs, the
+// application must neither see nor replace our handler unnoticed: a query
+// returns the disposition it had before us, and installing anything on our
+// signal makes the sampler back off first (delete all timers, discard
+// pending signals) so the application's handler never receives a sample
+// signal. Every other signal passes straight through.
+
+using ringprof::emitter::BackOff;
+using ringprof::emitter::g_app_disposition;
+using ringprof::emitter::NextSigaction;
+using ringprof::emitter::OwnsSignal;
+
+extern "C" int sigaction(int signo, const struct sigaction* action,
+                         struct sigaction* old_action) noexcept {
+  if (OwnsSignal(signo)) {
+    if (action == nullptr) {
+      if (old_action != nullptr) *old_action = g_app_disposition;
+      return 0;
+    }
+    BackOff(signo);
+  }
+  return NextSigaction()(signo, action, old_action);
+}
+
+namespace {
+template <typename Fn>
+Fn NextFunction(std::atomic<Fn>* cache, const char* name) {
+  Fn next = cache->load(std::memory_order_acquire);
+  if (next == nullptr) {
+    next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    cache->store(next, std::memory_order_release);
+  }
+  return next;
+}
+}  // namespace
+
+// signal() and its aliases do not go through the sigaction symbol in glibc.
+#define RINGPROF_INTERPOSE_SIGNAL_FN(name)                                 \
+  extern "C" sighandler_t name(int signo, sighandler_t handler) noexcept { \
+    static std::atomic<sighandler_t (*)(int, sighandler_t)> next{};        \
+    if (OwnsSignal(signo)) BackOff(signo);                                 \
+    auto fn = NextFunction(&next, #name);                                  \
+    if (fn == nullptr) {                                                   \
+      errno = ENOSYS;                                                      \
+      return SIG_ERR;                                                      \
+    }                                                                      \
+    return fn(signo, handler);                                             \
+  }
+
+RINGPROF_INTERPOSE_SIGNAL_FN(signal)
+RINGPROF_INTERPOSE_SIGNAL_FN(bsd_signal)
+RINGPROF_INTERPOSE_SIGNAL_FN(sysv_signal)
+RINGPROF_INTERPOSE_SIGNAL_FN(sigset)
+
+#undef RINGPROF_INTERPOSE_SIGNAL_FN
