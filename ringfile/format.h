@@ -10,9 +10,9 @@
 //
 //   [0, 4096)                    FileHeader
 //   [control_offset, ...)        RingControl[ring_count], 128 bytes each
-//   [slots_offset, file_size)    ring_count rings of slots_per_ring slots of
-//                                slot_size bytes: ring r's slot s is at
-//                                slots_offset + (r*slots_per_ring + s)*slot_size
+//   [slots_offset, file_size)    ring_count rings of slots_per_ring slots
+//                                of slot_size bytes; ring r's slot s is at
+//                                slots_offset + (r*slots_per_ring+s)*slot_size
 //
 // Every slot starts with a SlotHeader whose `sequence` word is the per-slot
 // seqlock of the commit protocol (see FORMAT.md, "Commit protocol").
@@ -38,6 +38,15 @@ inline constexpr uint32_t kSlotAlignment = 64;
 inline constexpr uint32_t kMaxRings = 64;
 inline constexpr uint32_t kMinSlotSize = 256;
 inline constexpr uint32_t kMaxSlotSize = 64 * 1024;
+inline constexpr uint32_t kMinSlotsPerRing = 2;
+inline constexpr uint32_t kMaxSlotsPerRing = 1u << 20;
+// Readers reject larger files: a bound on what a corrupt header can make them
+// map, independent of the per-field limits above.
+inline constexpr uint64_t kMaxFileSize = uint64_t{4} << 30;
+// next_index never legitimately reaches this (2^62 records); a larger value
+// would overflow the slot sequence words, so readers treat it as corruption.
+inline constexpr uint64_t kMaxRecordIndex = uint64_t{1} << 62;
+inline constexpr uint32_t kSlotHeaderSize = 16;
 inline constexpr uint32_t kServiceNameSize = 64;
 inline constexpr uint32_t kExecutableSize = 256;
 
@@ -50,10 +59,10 @@ struct FileHeader {
   uint32_t header_size;  // kHeaderSize
   uint64_t file_size;
   uint32_t ring_count;      // 1..kMaxRings
-  uint32_t slots_per_ring;  // a power of two
+  uint32_t slots_per_ring;  // a power of two in [min, max]
   uint32_t slot_size;       // multiple of kSlotAlignment, in [min, max]
   uint32_t control_offset;  // kHeaderSize
-  uint64_t slots_offset;    // page-aligned
+  uint64_t slots_offset;    // page-aligned, after the control blocks
   uint32_t pid;
   std::atomic<uint32_t> flags;
   uint64_t process_start_ticks;  // /proc/self/stat field 22 (clock ticks)
@@ -80,8 +89,26 @@ struct RingControl {
 };
 static_assert(sizeof(RingControl) == kControlBlockSize, "two cache lines");
 
+// The one layout writers produce and readers accept, from the three sizes.
+inline constexpr uint64_t kLayoutAlignment = 4096;
+inline constexpr uint64_t SlotsOffsetFor(uint32_t ring_count) {
+  return (uint64_t{kHeaderSize} + uint64_t{ring_count} * kControlBlockSize +
+          kLayoutAlignment - 1) /
+         kLayoutAlignment * kLayoutAlignment;
+}
+inline constexpr uint64_t FileSizeFor(uint32_t ring_count,
+                                      uint32_t slots_per_ring,
+                                      uint32_t slot_size) {
+  return SlotsOffsetFor(ring_count) +
+         uint64_t{ring_count} * slots_per_ring * slot_size;
+}
+
 // sequence: 0 = never written; 2*i+1 = record index i being written;
 // 2*i+2 = record index i committed. Slot for index i is i % slots_per_ring.
+// type and payload_size form one 8-byte word, and the payload is a run of
+// 8-byte words (the last one zero-padded): writers store and readers load
+// them with relaxed 8-byte atomics, so a racing copy is well-defined and is
+// caught by the sequence re-check.
 struct SlotHeader {
   std::atomic<uint64_t> sequence;
   uint32_t type;          // RecordType
@@ -97,16 +124,16 @@ inline constexpr uint64_t kCommittedSequence(uint64_t index) {
 }
 
 enum class RecordType : uint32_t {
-  kAllocSample = 1,     // AllocSample + frames
-  kFreeSampled = 2,     // FreeSampled
-  kCpuSample = 3,       // CpuSample + frames
-  kModuleMap = 4,       // ModuleMap + path bytes
-  kModuleUnmap = 5,     // ModuleUnmap
-  kThreadName = 6,      // ThreadName + name bytes
-  kLabel = 7,           // Label + key bytes + value bytes
-  kLostSamples = 8,     // LostSamples
-  kProcessEnd = 9,      // ProcessEnd
-  kThreadExit = 10,     // ThreadExit
+  kAllocSample = 1,  // AllocSample + frames
+  kFreeSampled = 2,  // FreeSampled
+  kCpuSample = 3,    // CpuSample + frames
+  kModuleMap = 4,    // ModuleMap + path bytes
+  kModuleUnmap = 5,  // ModuleUnmap
+  kThreadName = 6,   // ThreadName + name bytes
+  kLabel = 7,        // Label + key bytes + value bytes
+  kLostSamples = 8,  // LostSamples
+  kProcessEnd = 9,   // ProcessEnd
+  kThreadExit = 10,  // ThreadExit
 };
 // Readers skip (and count) record types above this they do not know.
 inline constexpr uint32_t kMaxKnownRecordType = 10;
@@ -134,6 +161,7 @@ struct FreeSampled {
   uint32_t reserved;
   uint64_t address;
 };
+static_assert(sizeof(FreeSampled) == 24, "");
 
 struct CpuSample {
   uint64_t monotonic_ns;
@@ -165,6 +193,7 @@ struct ModuleUnmap {
   uint64_t start;
   uint64_t size;
 };
+static_assert(sizeof(ModuleUnmap) == 24, "");
 
 inline constexpr uint32_t kMaxThreadNameSize = 64;
 struct ThreadName {
@@ -174,6 +203,7 @@ struct ThreadName {
   uint16_t reserved;
   // char name[name_size];
 };
+static_assert(sizeof(ThreadName) == 16, "");
 
 struct Label {
   uint64_t monotonic_ns;
@@ -182,6 +212,7 @@ struct Label {
   uint32_t reserved;
   // char key[key_size]; char value[value_size];
 };
+static_assert(sizeof(Label) == 16, "");
 
 // Samples the emitter could not record (re-entrancy, failed unwind, ...)
 // since its previous LostSamples record: counts and the allocation bytes
@@ -191,18 +222,21 @@ struct LostSamples {
   uint64_t samples;
   uint64_t weight_bytes;
 };
+static_assert(sizeof(LostSamples) == 24, "");
 
 struct ProcessEnd {
   uint64_t monotonic_ns;
   int32_t exit_status;  // -1 when unknown
   uint32_t reserved;
 };
+static_assert(sizeof(ProcessEnd) == 16, "");
 
 struct ThreadExit {
   uint64_t monotonic_ns;
   uint32_t tid;
   uint32_t reserved;
 };
+static_assert(sizeof(ThreadExit) == 16, "");
 
 }  // namespace ringfile
 }  // namespace ringprof

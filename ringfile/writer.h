@@ -26,9 +26,9 @@ namespace ringfile {
 struct WriterOptions {
   const char* path = nullptr;  // created with O_CREAT|O_EXCL|O_NOFOLLOW
   uint32_t mode = 0600;
-  uint32_t ring_count = 4;          // shards; a thread writes to tid % count
-  uint32_t slots_per_ring = 2048;   // rounded up to a power of two
-  uint32_t slot_size = 1152;        // fits a 128-frame sample
+  uint32_t ring_count = 4;         // shards; a thread writes to tid % count
+  uint32_t slots_per_ring = 2048;  // rounded up to a power of two
+  uint32_t slot_size = 1152;       // fits a 128-frame sample
   const char* service_name = "";
   const char* executable = "";
   uint32_t pid = 0;

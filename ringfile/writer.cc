@@ -1,0 +1,230 @@
+#include "ringfile/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+// The payload words are stored as little-endian 64-bit integers assembled
+// from the record's bytes; the format is little-endian (FORMAT.md).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the ring file format is little-endian");
+
+namespace ringprof {
+namespace ringfile {
+namespace {
+
+uint64_t ClockNs(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Copies a C string into a fixed NUL-padded field, truncating; the field is
+// always NUL-terminated.
+void CopyPadded(char* field, size_t field_size, const char* value) {
+  if (value == nullptr) return;
+  size_t n = strnlen(value, field_size - 1);
+  memcpy(field, value, n);
+}
+
+uint32_t RoundUpToPowerOfTwo(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v && p < kMaxSlotsPerRing) p <<= 1;
+  return p;
+}
+
+// Stores a byte stream into consecutive 8-byte words of a slot with relaxed
+// atomic stores, so that a reader copying the slot concurrently performs
+// well-defined (racy but atomic) loads. The last word is zero-padded.
+class WordStreamWriter {
+ public:
+  explicit WordStreamWriter(uint64_t* words) : words_(words) {}
+
+  void Append(const uint8_t* bytes, size_t size) {
+    while (pending_bytes_ != 0 && size > 0) {
+      AppendByte(*bytes++);
+      --size;
+    }
+    while (size >= 8) {
+      uint64_t word;
+      memcpy(&word, bytes, 8);
+      Store(word);
+      bytes += 8;
+      size -= 8;
+    }
+    while (size > 0) {
+      AppendByte(*bytes++);
+      --size;
+    }
+  }
+
+  void Finish() {
+    if (pending_bytes_ != 0) Store(pending_);
+  }
+
+ private:
+  void AppendByte(uint8_t byte) {
+    pending_ |= uint64_t{byte} << (8 * pending_bytes_);
+    if (++pending_bytes_ == 8) {
+      Store(pending_);
+      pending_ = 0;
+      pending_bytes_ = 0;
+    }
+  }
+  void Store(uint64_t word) {
+    __atomic_store_n(&words_[next_word_++], word, __ATOMIC_RELAXED);
+  }
+
+  uint64_t* words_;
+  size_t next_word_ = 0;
+  uint64_t pending_ = 0;
+  unsigned pending_bytes_ = 0;
+};
+
+}  // namespace
+
+RingWriter::~RingWriter() { Close(); }
+
+int RingWriter::Create(const WriterOptions& options) {
+  if (base_ != nullptr) return EBUSY;
+  if (options.path == nullptr || options.ring_count == 0 ||
+      options.ring_count > kMaxRings || options.slot_size < kMinSlotSize ||
+      options.slot_size > kMaxSlotSize ||
+      options.slot_size % kSlotAlignment != 0 ||
+      options.slots_per_ring > kMaxSlotsPerRing) {
+    return EINVAL;
+  }
+  uint32_t slots_per_ring = RoundUpToPowerOfTwo(
+      options.slots_per_ring < kMinSlotsPerRing ? kMinSlotsPerRing
+                                                : options.slots_per_ring);
+  uint64_t file_size =
+      FileSizeFor(options.ring_count, slots_per_ring, options.slot_size);
+  if (file_size > kMaxFileSize) return EFBIG;
+
+  int fd =
+      open(options.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+           options.mode);
+  if (fd < 0) return errno;
+  // Reserve the blocks now: on a full disk or tmpfs this fails here, instead
+  // of as SIGBUS in the middle of an append.
+  int err = posix_fallocate(fd, 0, static_cast<off_t>(file_size));
+  void* base = MAP_FAILED;
+  if (err == 0) {
+    base = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) err = errno;
+  }
+  close(fd);
+  if (err != 0) {
+    unlink(options.path);
+    return err;
+  }
+
+  base_ = static_cast<uint8_t*>(base);
+  size_ = file_size;
+  header_ = reinterpret_cast<FileHeader*>(base_);
+  control_ = reinterpret_cast<RingControl*>(base_ + kHeaderSize);
+  slots_ = base_ + SlotsOffsetFor(options.ring_count);
+  ring_count_ = options.ring_count;
+  slots_per_ring_ = slots_per_ring;
+  slot_size_ = options.slot_size;
+
+  // The file is fresh (O_EXCL) and therefore zero-filled: every counter and
+  // slot sequence already reads 0. Fill the header, then publish it.
+  memcpy(header_->magic, kMagic, sizeof(kMagic));
+  header_->version = kFormatVersion;
+  header_->header_size = kHeaderSize;
+  header_->file_size = file_size;
+  header_->ring_count = ring_count_;
+  header_->slots_per_ring = slots_per_ring_;
+  header_->slot_size = slot_size_;
+  header_->control_offset = kHeaderSize;
+  header_->slots_offset = SlotsOffsetFor(ring_count_);
+  header_->pid =
+      options.pid != 0 ? options.pid : static_cast<uint32_t>(getpid());
+  header_->process_start_ticks = options.process_start_ticks;
+  header_->created_monotonic_ns = ClockNs(CLOCK_MONOTONIC);
+  header_->created_realtime_ns = ClockNs(CLOCK_REALTIME);
+  CopyPadded(header_->service_name, kServiceNameSize, options.service_name);
+  CopyPadded(header_->executable, kExecutableSize, options.executable);
+  header_->ready.store(kReadyMagic, std::memory_order_release);
+  return 0;
+}
+
+bool RingWriter::TryAppend(RecordType type, const void* head,
+                           uint32_t head_size, const void* tail,
+                           uint32_t tail_size, uint32_t shard_hint) {
+  if (base_ == nullptr) return false;
+  RingControl& control = control_[shard_hint % ring_count_];
+  const uint64_t payload_size = uint64_t{head_size} + tail_size;
+  if (payload_size > slot_size_ - kSlotHeaderSize) {
+    control.dropped.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
+  const uint64_t index =
+      control.next_index.fetch_add(1, std::memory_order_relaxed);
+  uint8_t* slot_base =
+      slots_ + (uint64_t{shard_hint % ring_count_} * slots_per_ring_ +
+                (index & (slots_per_ring_ - 1))) *
+                   slot_size_;
+  SlotHeader* slot = reinterpret_cast<SlotHeader*>(slot_base);
+
+  // Claim the slot: only from a committed (even) older lap. An odd value is
+  // a writer still busy with an older lap (stalled, interrupted or dead); a
+  // newer value means a later lap already took the slot. Either way this
+  // record is given up: the reader sees the gap at `index` and counts it.
+  const uint64_t writing = kWritingSequence(index);
+  uint64_t seen = slot->sequence.load(std::memory_order_relaxed);
+  do {
+    if ((seen & 1) != 0 || seen >= writing) return false;
+  } while (!slot->sequence.compare_exchange_weak(
+      seen, writing, std::memory_order_relaxed, std::memory_order_relaxed));
+  // Orders the odd sequence before the payload stores (seqlock writer).
+  std::atomic_thread_fence(std::memory_order_release);
+
+  uint64_t* words = reinterpret_cast<uint64_t*>(slot_base + sizeof(uint64_t));
+  WordStreamWriter stream(words);
+  const uint64_t type_and_size =
+      static_cast<uint64_t>(type) | (payload_size << 32);
+  stream.Append(reinterpret_cast<const uint8_t*>(&type_and_size),
+                sizeof(type_and_size));
+  if (head_size != 0) {
+    stream.Append(static_cast<const uint8_t*>(head), head_size);
+  }
+  if (tail_size != 0) {
+    stream.Append(static_cast<const uint8_t*>(tail), tail_size);
+  }
+  stream.Finish();
+
+  slot->sequence.store(kCommittedSequence(index), std::memory_order_release);
+  return true;
+}
+
+void RingWriter::MarkProcessEnded() {
+  if (base_ == nullptr) return;
+  header_->flags.fetch_or(kFlagProcessEnded, std::memory_order_release);
+}
+
+void RingWriter::Close() {
+  if (base_ == nullptr) return;
+  munmap(base_, size_);
+  base_ = nullptr;
+  size_ = 0;
+  header_ = nullptr;
+  control_ = nullptr;
+  slots_ = nullptr;
+}
+
+uint32_t RingWriter::max_payload_size() const {
+  return base_ == nullptr ? 0 : slot_size_ - kSlotHeaderSize;
+}
+
+}  // namespace ringfile
+}  // namespace ringprof
