@@ -140,6 +140,9 @@ inline constexpr uint32_t kMaxKnownRecordType = 10;
 
 // Sample flags.
 inline constexpr uint16_t kSampleTruncated = 1u << 0;  // deeper than captured
+// A weight-0 AllocSample taken only so that busy threads have a sample near
+// every tick; use it for tick picking, never in allocation profiles.
+inline constexpr uint16_t kSampleTimingOnly = 1u << 1;
 
 // Payloads: fixed part, then a variable tail. frames[0] is the leaf (the
 // innermost return address); all frames are absolute instruction addresses.
