@@ -1,0 +1,152 @@
+// PprofBuilder: assembles a perftools.profiles.Profile that go tool pprof
+// reads and that passes Grafana Pyroscope's validation (prior-art.md §6):
+//
+//   * string_table[0] == "", every mapping/location/function id non-zero;
+//   * sample_type names without '-', period_type always set;
+//   * every sample carries exactly one value per sample type;
+//   * at most `max_frames` locations per sample (deeper stacks keep their
+//     innermost frames under a synthetic "[truncated]" root);
+//   * at most `max_samples` samples and `max_bytes` serialized: identical
+//     stacks are aggregated, and if that is not enough the smallest stacks
+//     are folded into one "[trimmed]" sample, so the totals are preserved and
+//     the profile is never invalid.
+//
+// Mappings, functions and locations are interned by content, so the same
+// builder merges profiles from several windows or processes (profile_merge).
+// Only what the kept samples reference is written out.
+//
+// Thread-compatible.
+#ifndef RINGPROF_COLLECTOR_PPROF_BUILDER_H_
+#define RINGPROF_COLLECTOR_PPROF_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "proto/profile.pb.h"
+
+namespace ringprof {
+namespace collector {
+
+struct ValueTypeSpec {
+  std::string type;  // e.g. "cpu", "alloc_space"
+  std::string unit;  // e.g. "nanoseconds", "bytes"
+};
+
+struct ProfileSpec {
+  std::vector<ValueTypeSpec> sample_types;
+  ValueTypeSpec period_type;
+  int64_t period = 0;
+  int64_t time_nanos = 0;
+  int64_t duration_nanos = 0;
+  // Index into sample_types that orders samples when trimming (the largest
+  // are kept) and that flame graphs show by default.
+  int primary_value = 0;
+};
+
+// Pyroscope's ingestion limits (defaults of its distributor).
+struct ProfileLimits {
+  size_t max_samples = 16000;
+  size_t max_bytes = 4u << 20;  // serialized, uncompressed
+  size_t max_frames = 1000;
+};
+
+// The profile kinds the collector produces.
+ProfileSpec CpuProfileSpec(int64_t period_ns);
+ProfileSpec MemoryProfileSpec();  // alloc_objects/count, alloc_space/bytes
+
+struct MappingSpec {
+  uint64_t memory_start = 0;
+  uint64_t memory_limit = 0;
+  uint64_t file_offset = 0;
+  std::string filename;
+  std::string build_id;  // lower-case hex
+  bool has_functions = false;
+  bool has_filenames = false;
+  bool has_line_numbers = false;
+  bool has_inline_frames = false;
+};
+
+struct LineSpec {
+  std::string function;  // demangled name; never empty (callers fill in)
+  std::string filename;
+  int64_t line = 0;
+};
+
+class PprofBuilder {
+ public:
+  using MappingId = uint32_t;   // 0 = no mapping
+  using LocationId = uint32_t;  // builder-internal, >= 1
+
+  explicit PprofBuilder(ProfileSpec spec, ProfileLimits limits = {});
+
+  const ProfileSpec& spec() const { return spec_; }
+
+  MappingId InternMapping(const MappingSpec& mapping);
+  // `lines` innermost (most deeply inlined) first, as in pprof.
+  LocationId InternLocation(MappingId mapping, uint64_t address,
+                            absl::Span<const LineSpec> lines);
+  // A location without address or mapping naming `function` ("[lost]"...).
+  LocationId InternSyntheticLocation(absl::string_view function);
+
+  // `stack` leaf first; `values` one per sample type. Identical stacks add
+  // up. Samples whose values are all zero are ignored.
+  void AddSample(absl::Span<const LocationId> stack,
+                 absl::Span<const int64_t> values);
+
+  size_t sample_count() const { return samples_.size(); }
+  bool empty() const { return samples_.empty(); }
+
+  // Writes the profile within the limits. The builder stays usable (more
+  // samples may be added and Build called again).
+  perftools::profiles::Profile Build() const;
+
+ private:
+  struct Mapping {
+    MappingSpec spec;
+  };
+  struct Function {
+    std::string name;
+    std::string filename;
+  };
+  struct Line {
+    uint32_t function;  // index into functions_
+    int64_t line;
+  };
+  struct Location {
+    MappingId mapping;
+    uint64_t address;
+    std::vector<Line> lines;
+  };
+  struct Sample {
+    std::vector<LocationId> stack;
+    std::vector<int64_t> values;
+  };
+
+  uint32_t InternFunction(absl::string_view name, absl::string_view filename);
+  perftools::profiles::Profile Emit(size_t keep) const;
+  // Sample indices sorted by primary value, largest first.
+  std::vector<size_t> SamplesByPrimaryValue() const;
+
+  ProfileSpec spec_;
+  ProfileLimits limits_;
+  LocationId trimmed_location_ = 0;
+  LocationId truncated_location_ = 0;
+
+  std::vector<Mapping> mappings_;  // id = index + 1
+  absl::flat_hash_map<std::string, MappingId> mapping_index_;
+  std::vector<Function> functions_;
+  absl::flat_hash_map<std::string, uint32_t> function_index_;
+  std::vector<Location> locations_;  // id = index + 1
+  absl::flat_hash_map<std::string, LocationId> location_index_;
+  std::vector<Sample> samples_;
+  absl::flat_hash_map<std::vector<LocationId>, size_t> sample_index_;
+};
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_PPROF_BUILDER_H_
