@@ -669,3 +669,65 @@ RINGPROF_INTERPOSE_SIGNAL_FN(sysv_signal)
 RINGPROF_INTERPOSE_SIGNAL_FN(sigset)
 
 #undef RINGPROF_INTERPOSE_SIGNAL_FN
+
+// Waiting for signals: a thread that blocks every signal and waits for all
+// of them (a sigwait thread, a signalfd) must not be handed a sample signal
+// left pending by its timer. Our signal is taken out of the wait set; it
+// stays pending, unseen, and the timer counts overruns instead of queueing.
+namespace {
+bool WithoutOurSignal(const sigset_t* set, sigset_t* stripped) {
+  if (set == nullptr) return false;
+  const int signo = ringprof::emitter::g_signal;
+  if (!OwnsSignal(signo) || sigismember(set, signo) != 1) return false;
+  *stripped = *set;
+  sigdelset(stripped, signo);
+  return true;
+}
+}  // namespace
+
+extern "C" int sigwait(const sigset_t* set, int* signo) {
+  static std::atomic<int (*)(const sigset_t*, int*)> next{};
+  auto fn = NextFunction(&next, "sigwait");
+  if (fn == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  sigset_t stripped;
+  return fn(WithoutOurSignal(set, &stripped) ? &stripped : set, signo);
+}
+
+extern "C" int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  static std::atomic<int (*)(const sigset_t*, siginfo_t*)> next{};
+  auto fn = NextFunction(&next, "sigwaitinfo");
+  if (fn == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  sigset_t stripped;
+  return fn(WithoutOurSignal(set, &stripped) ? &stripped : set, info);
+}
+
+extern "C" int sigtimedwait(const sigset_t* set, siginfo_t* info,
+                            const struct timespec* timeout) {
+  static std::atomic<int (*)(const sigset_t*, siginfo_t*,
+                             const struct timespec*)>
+      next{};
+  auto fn = NextFunction(&next, "sigtimedwait");
+  if (fn == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  sigset_t stripped;
+  return fn(WithoutOurSignal(set, &stripped) ? &stripped : set, info, timeout);
+}
+
+extern "C" int signalfd(int fd, const sigset_t* mask, int flags) noexcept {
+  static std::atomic<int (*)(int, const sigset_t*, int)> next{};
+  auto fn = NextFunction(&next, "signalfd");
+  if (fn == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  sigset_t stripped;
+  return fn(fd, WithoutOurSignal(mask, &stripped) ? &stripped : mask, flags);
+}

@@ -1,0 +1,626 @@
+// A signal-sensitive workload for the CPU-timer sampler's safety tests.
+//
+//   signal_workload SCENARIO
+//
+// Each scenario checks its own behaviour and exits 0 only when everything
+// the workload did came out right; it prints one "stat NAME VALUE" line per
+// measurement and "FAIL: why" for each failed check.
+//
+// Built twice from this file:
+//  - with RINGPROF_IN_PROCESS, linked with the sampler and a fake runtime
+//    (fake_runtime.h): the workload drives the sampler's lifecycle itself
+//    and also checks the samples (runs under ASan/TSan);
+//  - plain, to run under LD_PRELOAD=libringprof.so, where the test reads the
+//    ring file.
+//
+// The sampler's signal is RINGPROF_CPU_SIGNAL when numeric, else SIGRTMAX-4
+// (the sampler's default).
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#ifdef RINGPROF_IN_PROCESS
+#include "emitter/cpu_timer.h"
+#include "tests/cpu_timer/fake_runtime.h"
+#endif
+
+namespace {
+
+std::atomic<int> g_failures{0};
+
+void Fail(const char* what) {
+  fprintf(stderr, "FAIL: %s\n", what);
+  g_failures.fetch_add(1);
+}
+
+void Stat(const char* name, long long value) {
+  printf("stat %s %lld\n", name, value);
+}
+
+pid_t Gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+int64_t ThreadCpuNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int SamplerSignal() {
+  const char* value = getenv("RINGPROF_CPU_SIGNAL");
+  if (value != nullptr && *value >= '0' && *value <= '9') return atoi(value);
+  return SIGRTMAX - 4;
+}
+
+// Lifecycle hooks: what the emitter's pthread_create wrapper and constructor
+// do under LD_PRELOAD.
+void ProcessStarted() {
+#ifdef RINGPROF_IN_PROCESS
+  ringprof::emitter::CpuTimerInit();
+#endif
+}
+void ThreadStarted() {
+#ifdef RINGPROF_IN_PROCESS
+  ringprof::emitter::CpuTimerOnThreadStart();
+#endif
+}
+void ThreadExiting() {
+#ifdef RINGPROF_IN_PROCESS
+  ringprof::emitter::CpuTimerOnThreadExit();
+#endif
+}
+
+// A thread that runs ThreadStarted/ThreadExiting around its body.
+template <typename Fn>
+std::thread Spawn(Fn fn) {
+  return std::thread([fn]() {
+    ThreadStarted();
+    fn();
+    ThreadExiting();
+  });
+}
+
+volatile uint64_t g_sink;
+
+// Pure computation for about `cpu_ns` of this thread's CPU time.
+__attribute__((noinline)) void Spin(int64_t cpu_ns) {
+  const int64_t end = ThreadCpuNs() + cpu_ns;
+  uint64_t x = 88172645463325252ull;
+  while (ThreadCpuNs() < end) {
+    for (int i = 0; i < 20000; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+    }
+    g_sink = x;
+  }
+}
+
+// --- /proc inspection: what the sampler leaves behind ----------------------
+
+// Whether /proc/self/status says `signo` is caught (SigCgt).
+bool SignalCaught(int signo) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == nullptr) return false;
+  char line[256];
+  bool caught = false;
+  while (fgets(line, sizeof(line), f) != nullptr) {
+    if (strncmp(line, "SigCgt:", 7) == 0) {
+      const unsigned long long mask = strtoull(line + 7, nullptr, 16);
+      caught = (mask >> (signo - 1)) & 1;
+    }
+  }
+  fclose(f);
+  return caught;
+}
+
+// POSIX timers of this process that notify `signo`; -1 when /proc/self/timers
+// is not available (gVisor).
+int TimersWithSignal(int signo) {
+  FILE* f = fopen("/proc/self/timers", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int count = 0;
+  while (fgets(line, sizeof(line), f) != nullptr) {
+    int timer_signal = 0;
+    if (sscanf(line, "signal: %d/", &timer_signal) == 1 &&
+        timer_signal == signo) {
+      ++count;
+    }
+  }
+  fclose(f);
+  return count;
+}
+
+// --- in-process sample checks ---------------------------------------------
+
+#ifdef RINGPROF_IN_PROCESS
+struct ThreadSamples {
+  int count = 0;
+  int64_t period_sum_ns = 0;
+  int in_spin = 0;  // samples whose leaf is inside Spin()
+};
+
+ThreadSamples SamplesOf(pid_t tid) {
+  ThreadSamples result;
+  const uintptr_t spin = reinterpret_cast<uintptr_t>(&Spin);
+  for (int i = 0; i < ringprof::cpu_timer_test::FakeSampleCount(); ++i) {
+    const auto* sample = ringprof::cpu_timer_test::FakeSample(i);
+    if (sample == nullptr || sample->tid != static_cast<uint32_t>(tid)) {
+      continue;
+    }
+    ++result.count;
+    result.period_sum_ns += static_cast<int64_t>(sample->cpu_period_ns);
+    // Spin's body is small: the leaf pc lands within its first 512 bytes,
+    // or in ThreadCpuNs/clock_gettime called from it (then frame 1 or 2
+    // is the return address into Spin).
+    for (int f = 0; f < sample->frame_count && f < 4; ++f) {
+      if (sample->frames[f] >= spin && sample->frames[f] < spin + 512) {
+        ++result.in_spin;
+        break;
+      }
+    }
+  }
+  return result;
+}
+#endif
+
+// Checks that a thread that spun for `cpu_ns` was sampled and that its
+// samples' weights add up to its CPU time (in-process build only).
+void CheckSampled(const char* name, pid_t tid, int64_t cpu_ns) {
+#ifdef RINGPROF_IN_PROCESS
+  const int64_t period =
+      static_cast<int64_t>(ringprof::emitter::GetCpuTimerStats().period_ns);
+  const ThreadSamples s = SamplesOf(tid);
+  char stat[128];
+  snprintf(stat, sizeof(stat), "%s_samples", name);
+  Stat(stat, s.count);
+  snprintf(stat, sizeof(stat), "%s_weight_per_mille_of_cpu", name);
+  Stat(stat, cpu_ns > 0 ? s.period_sum_ns * 1000 / cpu_ns : 0);
+  if (s.count == 0) {
+    Fail(name);
+    return;
+  }
+  // The weights cover the CPU time up to the thread's last sample: at most
+  // a couple of periods (plus the thread's CPU before arming) short.
+  if (s.period_sum_ns > cpu_ns + period ||
+      s.period_sum_ns < cpu_ns - 3 * period - cpu_ns / 10) {
+    fprintf(stderr, "%s: weights %lld ns vs cpu %lld ns\n", name,
+            static_cast<long long>(s.period_sum_ns),
+            static_cast<long long>(cpu_ns));
+    Fail("sample weights do not add up to the thread's CPU time");
+  }
+#if !defined(__SANITIZE_THREAD__)
+  // TSan defers signal handlers to its own safe points, so the stack it
+  // lets us see is not the interrupted one.
+  if (s.in_spin * 10 < s.count * 8) {
+    fprintf(stderr, "%s: %d of %d samples in Spin\n", name, s.in_spin, s.count);
+    Fail("samples of a spinning thread are not attributed to Spin");
+  }
+#endif
+#else
+  (void)name;
+  (void)tid;
+  (void)cpu_ns;
+#endif
+}
+
+// --- scenario: sensitive ---------------------------------------------------
+// Blocking pipe reads and writes, poll/nanosleep loops, an own SIGUSR1
+// handler fed by another thread, a sigwait thread, and a signalfd reader,
+// all while their threads burn CPU so their timers fire often.
+
+std::atomic<int> g_usr1_received{0};
+void OnUsr1(int) { g_usr1_received.fetch_add(1); }
+
+void PipeTraffic(int64_t* reader_cpu, pid_t* reader_tid) {
+  int fds[2];
+  if (pipe(fds) != 0) return Fail("pipe");
+  fcntl(fds[1], F_SETPIPE_SZ, 4096);  // small: the writer blocks as well
+  constexpr int kMessages = 400;
+  constexpr int kSize = 1024;
+  std::thread writer = Spawn([&]() {
+    char buf[kSize];
+    for (int m = 0; m < kMessages; ++m) {
+      memset(buf, m & 0xff, sizeof(buf));
+      Spin(200000);
+      size_t done = 0;
+      while (done < sizeof(buf)) {
+        const ssize_t n = write(fds[1], buf + done, sizeof(buf) - done);
+        if (n < 0) {
+          Fail(errno == EINTR ? "write on a pipe returned EINTR"
+                              : "write on a pipe failed");
+          return;
+        }
+        done += static_cast<size_t>(n);
+      }
+    }
+    close(fds[1]);
+  });
+  std::thread reader = Spawn([&]() {
+    *reader_tid = Gettid();
+    char buf[kSize];
+    int messages = 0;
+    for (;;) {
+      size_t got = 0;
+      while (got < sizeof(buf)) {
+        const ssize_t n = read(fds[0], buf + got, sizeof(buf) - got);
+        if (n < 0) {
+          Fail(errno == EINTR ? "read on a pipe returned EINTR"
+                              : "read on a pipe failed");
+          return;
+        }
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+      }
+      if (got == 0) break;
+      if (got != sizeof(buf) || buf[0] != static_cast<char>(messages & 0xff) ||
+          buf[kSize - 1] != static_cast<char>(messages & 0xff)) {
+        return Fail("pipe message corrupted or short");
+      }
+      ++messages;
+      Spin(300000);
+    }
+    if (messages != kMessages) Fail("pipe messages lost");
+    *reader_cpu = ThreadCpuNs();
+  });
+  writer.join();
+  reader.join();
+  close(fds[0]);
+}
+
+// poll() and nanosleep() are never restarted after a handler (signal(7)):
+// count how often the sampler makes them return EINTR.
+void PollAndSleep(int64_t duration_ns, long long* poll_eintr,
+                  long long* sleep_eintr, long long* rounds) {
+  int fds[2];
+  if (pipe(fds) != 0) return Fail("pipe");
+  const int64_t end = MonotonicNs() + duration_ns;
+  while (MonotonicNs() < end) {
+    Spin(1000000);
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    const int ready = poll(&pfd, 1, 1);
+    if (ready < 0) {
+      if (errno != EINTR) return Fail("poll failed");
+      ++*poll_eintr;
+    } else if (ready != 0) {
+      return Fail("poll saw data on an empty pipe");
+    }
+    Spin(1000000);
+    struct timespec nap = {0, 500000};
+    if (nanosleep(&nap, &nap) != 0) {
+      if (errno != EINTR) return Fail("nanosleep failed");
+      ++*sleep_eintr;
+    }
+    ++*rounds;
+  }
+  close(fds[0]);
+  close(fds[1]);
+}
+
+int ScenarioSensitive() {
+  struct sigaction usr1;
+  memset(&usr1, 0, sizeof(usr1));
+  usr1.sa_handler = &OnUsr1;
+  usr1.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &usr1, nullptr);
+
+  // The sigwait thread and the signalfd thread start with every signal
+  // blocked (the usual pattern), so they wait for all of them.
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  std::atomic<bool> stop_waiters{false};
+  std::atomic<int> usr2_waited{0};
+  std::atomic<int> urg_read{0};
+  int signal_fd = -1;
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  std::thread sigwaiter = Spawn([&]() {
+    sigset_t wait_set;
+    sigfillset(&wait_set);
+    while (!stop_waiters.load()) {
+      siginfo_t info;
+      const int signo = sigwaitinfo(&wait_set, &info);
+      if (signo < 0) {
+        if (errno != EINTR) return Fail("sigwaitinfo failed");
+        continue;
+      }
+      if (signo != SIGUSR2)
+        return Fail("sigwaitinfo returned a foreign signal");
+      usr2_waited.fetch_add(1);
+      Spin(2000000);  // CPU between waits: the timer would fire here
+    }
+  });
+  sigset_t urg;
+  sigemptyset(&urg);
+  sigaddset(&urg, SIGURG);
+  signal_fd = signalfd(-1, &urg, SFD_CLOEXEC);
+  std::thread fd_reader = Spawn([&]() {
+    while (!stop_waiters.load()) {
+      struct signalfd_siginfo info;
+      const ssize_t n = read(signal_fd, &info, sizeof(info));
+      if (n < 0) {
+        if (errno != EINTR) return Fail("read from signalfd failed");
+        continue;
+      }
+      if (n != sizeof(info) || info.ssi_signo != SIGURG) {
+        return Fail("signalfd returned a foreign signal");
+      }
+      urg_read.fetch_add(1);
+      Spin(2000000);
+    }
+  });
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+
+  int64_t spinner_cpu = 0;
+  pid_t spinner_tid = 0;
+  std::thread spinner = Spawn([&]() {
+    spinner_tid = Gettid();
+    Spin(600000000);
+    spinner_cpu = ThreadCpuNs();
+  });
+
+  long long poll_eintr = 0, sleep_eintr = 0, rounds = 0;
+  std::thread poller = Spawn(
+      [&]() { PollAndSleep(800000000, &poll_eintr, &sleep_eintr, &rounds); });
+
+  // SIGUSR1 to the spinner, SIGUSR2 to the sigwait thread, SIGURG to the
+  // signalfd thread, each acknowledged before the next.
+  constexpr int kSignals = 50;
+  const pthread_t spinner_handle = spinner.native_handle();
+  const int64_t deadline = MonotonicNs() + 10000000000;
+  for (int i = 0; i < kSignals; ++i) {
+    pthread_kill(spinner_handle, SIGUSR1);
+    pthread_kill(sigwaiter.native_handle(), SIGUSR2);
+    pthread_kill(fd_reader.native_handle(), SIGURG);
+    while ((g_usr1_received.load() <= i || usr2_waited.load() <= i ||
+            urg_read.load() <= i) &&
+           MonotonicNs() < deadline) {
+      sched_yield();
+    }
+  }
+  if (g_usr1_received.load() != kSignals) Fail("SIGUSR1 deliveries lost");
+  if (usr2_waited.load() != kSignals) Fail("sigwait missed SIGUSR2");
+  if (urg_read.load() != kSignals) Fail("signalfd missed SIGURG");
+
+  int64_t reader_cpu = 0;
+  pid_t reader_tid = 0;
+  PipeTraffic(&reader_cpu, &reader_tid);
+
+  stop_waiters.store(true);
+  pthread_kill(sigwaiter.native_handle(), SIGUSR2);
+  pthread_kill(fd_reader.native_handle(), SIGURG);
+  sigwaiter.join();
+  fd_reader.join();
+  close(signal_fd);
+  spinner.join();
+  poller.join();
+
+  Stat("poll_rounds", rounds);
+  Stat("poll_eintr", poll_eintr);
+  Stat("nanosleep_eintr", sleep_eintr);
+  CheckSampled("spinner", spinner_tid, spinner_cpu);
+  CheckSampled("pipe_reader", reader_tid, reader_cpu);
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
+// --- scenario: backoff -----------------------------------------------------
+// The application installs its own handler on the sampler's signal after the
+// sampler started: the sampler must give the signal back untouched.
+
+std::atomic<int> g_own_handler_calls{0};
+std::atomic<int> g_own_handler_timer_calls{0};
+void OnOwnSignal(int, siginfo_t* info, void*) {
+  g_own_handler_calls.fetch_add(1);
+  if (info->si_code == SI_TIMER) g_own_handler_timer_calls.fetch_add(1);
+}
+
+int ScenarioBackoff() {
+  const int signo = SamplerSignal();
+  std::thread warm = Spawn([]() { Spin(100000000); });
+  warm.join();
+  struct sigaction seen;
+  sigaction(signo, nullptr, &seen);
+  if (seen.sa_handler != SIG_DFL) Fail("the sampler's handler is visible");
+  Stat("caught_before", SignalCaught(signo));
+  Stat("timers_before", TimersWithSignal(signo));
+
+  struct sigaction own;
+  memset(&own, 0, sizeof(own));
+  own.sa_sigaction = &OnOwnSignal;
+  own.sa_flags = SA_SIGINFO;
+  struct sigaction old;
+  if (sigaction(signo, &own, &old) != 0) Fail("sigaction failed");
+  if (old.sa_handler != SIG_DFL) Fail("old disposition is not SIG_DFL");
+  const int timers = TimersWithSignal(signo);
+  Stat("timers_after", timers);
+  if (timers > 0) Fail("timers left after back-off");
+
+  std::thread worker = Spawn([]() { Spin(300000000); });
+  Spin(300000000);
+  worker.join();
+  if (g_own_handler_timer_calls.load() != 0) {
+    Fail("the application's handler received sampler signals");
+  }
+  raise(signo);
+  if (g_own_handler_calls.load() != 1) Fail("own handler not called once");
+#ifdef RINGPROF_IN_PROCESS
+  if (ringprof::emitter::GetCpuTimerStats().running) Fail("still running");
+#endif
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
+// --- scenario: preinstalled ------------------------------------------------
+// The signal is already handled when the sampler starts (in-process build:
+// installed before ProcessStarted; LD_PRELOAD: inherited SIG_IGN).
+
+int ScenarioPreinstalled() {
+  const int signo = SamplerSignal();
+  Spin(200000000);
+  const int timers = TimersWithSignal(signo);
+  Stat("timers", timers);
+  if (timers > 0) Fail("the sampler armed timers on a taken signal");
+  struct sigaction seen;
+  sigaction(signo, nullptr, &seen);
+  Stat("disposition_is_ignore", seen.sa_handler == SIG_IGN);
+#ifdef RINGPROF_IN_PROCESS
+  if (seen.sa_sigaction != &OnOwnSignal) Fail("the handler was replaced");
+  if (ringprof::emitter::GetCpuTimerStats().running) Fail("running");
+#endif
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
+// --- scenario: threads -----------------------------------------------------
+// Thread churn: short-lived threads come and go; every one that runs long
+// enough is sampled and none leaves its timer behind.
+
+int ScenarioThreads() {
+  const int signo = SamplerSignal();
+  constexpr int kWaves = 20;
+  constexpr int kPerWave = 8;
+  std::vector<pid_t> tids(kWaves * kPerWave);
+  std::vector<int64_t> cpu(kWaves * kPerWave);
+  for (int wave = 0; wave < kWaves; ++wave) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kPerWave; ++i) {
+      const int index = wave * kPerWave + i;
+      threads.push_back(Spawn([&tids, &cpu, index]() {
+        tids[index] = Gettid();
+        Spin(index % kPerWave == 0 ? 40000000 : 1000000);
+        cpu[index] = ThreadCpuNs();
+      }));
+    }
+    for (auto& t : threads) t.join();
+  }
+  const int timers = TimersWithSignal(signo);
+  Stat("timers_after_churn", timers);
+  // Only the main thread's timer may remain.
+  if (timers > 1) Fail("exited threads left timers behind");
+#ifdef RINGPROF_IN_PROCESS
+  const auto stats = ringprof::emitter::GetCpuTimerStats();
+  Stat("threads_armed", static_cast<long long>(stats.threads_armed));
+  if (stats.threads_armed < kWaves * kPerWave) Fail("threads not armed");
+  int long_sampled = 0;
+  for (int index = 0; index < kWaves * kPerWave; index += kPerWave) {
+    if (SamplesOf(tids[index]).count > 0) ++long_sampled;
+  }
+  Stat("long_threads_sampled", long_sampled);
+  if (long_sampled != kWaves) Fail("a thread with 40 ms of CPU had no sample");
+#endif
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
+// --- scenario: fork --------------------------------------------------------
+// A forked child is sampled on its own (in-process build: the child runs the
+// sampler's after-fork hook, as the emitter's atfork handler does).
+
+int ScenarioFork() {
+  const int signo = SamplerSignal();
+  std::thread busy = Spawn([]() { Spin(200000000); });
+  const pid_t child = fork();
+  if (child == 0) {
+#ifdef RINGPROF_IN_PROCESS
+    ringprof::emitter::CpuTimerAfterForkChild();
+#endif
+    const int timers = TimersWithSignal(signo);
+    Spin(200000000);
+    int status = timers == 0 ? 2 : 0;  // -1 (no /proc/self/timers) is fine
+#ifdef RINGPROF_IN_PROCESS
+    if (SamplesOf(Gettid()).count == 0) status = 3;
+#endif
+    printf("stat child_pid %d\n", static_cast<int>(getpid()));
+    fflush(stdout);
+    _exit(status);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  busy.join();
+  Stat("child_exit", WIFEXITED(status) ? WEXITSTATUS(status) : 100);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    Fail("the child was not sampled or left without timers");
+  }
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
+// --- scenario: leftovers ---------------------------------------------------
+// Prints what the sampler leaves in /proc; with the in-process build, also
+// shuts the sampler down and checks that nothing is left.
+
+int ScenarioLeftovers() {
+  const int signo = SamplerSignal();
+  std::thread t = Spawn([]() { Spin(50000000); });
+  Spin(50000000);
+  Stat("caught_running", SignalCaught(signo));
+  Stat("timers_running", TimersWithSignal(signo));
+#ifdef RINGPROF_IN_PROCESS
+  if (!SignalCaught(signo)) Fail("the sampler did not install its handler");
+  ringprof::emitter::CpuTimerShutdown();
+  Stat("caught_after_shutdown", SignalCaught(signo));
+  Stat("timers_after_shutdown", TimersWithSignal(signo));
+  if (SignalCaught(signo)) Fail("handler left after shutdown");
+  if (TimersWithSignal(signo) > 0) Fail("timers left after shutdown");
+#endif
+  t.join();
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
+// --- scenario: spin (an exec target) ---------------------------------------
+
+int ScenarioSpin() {
+  Spin(200000000);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr,
+            "usage: %s sensitive|backoff|preinstalled|threads|fork|"
+            "leftovers|spin\n",
+            argv[0]);
+    return 2;
+  }
+  const char* scenario = argv[1];
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+#ifdef RINGPROF_IN_PROCESS
+  if (strcmp(scenario, "preinstalled") == 0) {
+    struct sigaction own;
+    memset(&own, 0, sizeof(own));
+    own.sa_sigaction = &OnOwnSignal;
+    own.sa_flags = SA_SIGINFO;
+    sigaction(SamplerSignal(), &own, nullptr);
+  }
+#endif
+  ProcessStarted();
+  int status = 2;
+  if (strcmp(scenario, "sensitive") == 0) status = ScenarioSensitive();
+  if (strcmp(scenario, "backoff") == 0) status = ScenarioBackoff();
+  if (strcmp(scenario, "preinstalled") == 0) status = ScenarioPreinstalled();
+  if (strcmp(scenario, "threads") == 0) status = ScenarioThreads();
+  if (strcmp(scenario, "fork") == 0) status = ScenarioFork();
+  if (strcmp(scenario, "leftovers") == 0) status = ScenarioLeftovers();
+  if (strcmp(scenario, "spin") == 0) status = ScenarioSpin();
+  printf("result %s %s\n", scenario, status == 0 ? "ok" : "failed");
+  return status;
+}
