@@ -1,0 +1,201 @@
+#include "emitter/config.h"
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+// A bounded, allocation-free line under construction.
+class Line {
+ public:
+  Line& Add(const char* s) {
+    while (*s != '\0' && size_ + 2 < sizeof(buf_)) buf_[size_++] = *s++;
+    buf_[size_] = '\0';
+    return *this;
+  }
+  const char* Finish() {
+    buf_[size_++] = '\n';
+    buf_[size_] = '\0';
+    return buf_;
+  }
+
+ private:
+  char buf_[512];
+  size_t size_ = 0;
+};
+
+void ReportBad(ReportLine report, const char* name, const char* value,
+               const char* expected, const char* fallback) {
+  Line line;
+  line.Add("ringprof: ignoring ")
+      .Add(name)
+      .Add("='")
+      .Add(value)
+      .Add("' (expected ")
+      .Add(expected)
+      .Add("); using ")
+      .Add(fallback);
+  report(line.Finish());
+}
+
+// Parses a decimal (base 10) or octal (base 8) unsigned number made only of
+// digits; false on empty input, stray characters or overflow past `max`.
+bool ParseUnsigned(const char* s, int base, uint64_t max, uint64_t* out) {
+  if (s == nullptr || *s == '\0') return false;
+  uint64_t value = 0;
+  for (; *s != '\0'; ++s) {
+    if (*s < '0' || *s >= '0' + base) return false;
+    const uint64_t digit = static_cast<uint64_t>(*s - '0');
+    if (value > (max - digit) / base) return false;
+    value = value * base + digit;
+  }
+  *out = value;
+  return true;
+}
+
+void FormatUnsigned(uint64_t value, int base, char* buf, size_t size) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + value % base);
+    value /= base;
+  } while (value != 0 && n < 23);
+  size_t pos = 0;
+  if (base == 8 && pos + 1 < size) buf[pos++] = '0';
+  while (n > 0 && pos + 1 < size) buf[pos++] = digits[--n];
+  buf[pos] = '\0';
+}
+
+void ReadRange(EnvLookup lookup, ReportLine report, const char* name,
+               uint64_t min, uint64_t max, const char* expected,
+               int64_t* value) {
+  const char* text = lookup(name);
+  if (text == nullptr) return;
+  uint64_t parsed = 0;
+  if (ParseUnsigned(text, 10, max, &parsed) && parsed >= min) {
+    *value = static_cast<int64_t>(parsed);
+    return;
+  }
+  char fallback[24];
+  FormatUnsigned(static_cast<uint64_t>(*value), 10, fallback, sizeof(fallback));
+  ReportBad(report, name, text, expected, fallback);
+}
+
+void ReadRange(EnvLookup lookup, ReportLine report, const char* name,
+               uint64_t min, uint64_t max, const char* expected, int* value) {
+  int64_t wide = *value;
+  ReadRange(lookup, report, name, min, max, expected, &wide);
+  *value = static_cast<int>(wide);
+}
+
+// Copies a service name, keeping only characters that are safe in a file
+// name component; false when nothing usable is left.
+bool CopyServiceName(const char* from, char* to, size_t size) {
+  size_t n = 0;
+  for (; *from != '\0' && n + 1 < size; ++from) {
+    const char c = *from;
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                      c == '.';
+    to[n++] = safe ? c : '_';
+  }
+  to[n] = '\0';
+  // "." and ".." are not names.
+  return n > 0 && strcmp(to, ".") != 0 && strcmp(to, "..") != 0;
+}
+
+const char* Basename(const char* path) {
+  const char* slash = strrchr(path, '/');
+  return slash == nullptr ? path : slash + 1;
+}
+
+}  // namespace
+
+void ReportToStderr(const char* line) {
+  size_t left = strlen(line);
+  while (left > 0) {
+    const ssize_t n = write(STDERR_FILENO, line, left);
+    if (n <= 0) return;
+    line += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void LoadConfig(EnvLookup lookup, ReportLine report,
+                const char* executable_path, Config* config) {
+  *config = Config();
+
+  if (const char* text = lookup("RINGPROF_DISABLE")) {
+    if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0 ||
+        strcmp(text, "yes") == 0) {
+      config->disabled = true;
+    } else if (!(text[0] == '\0' || strcmp(text, "0") == 0 ||
+                 strcmp(text, "false") == 0 || strcmp(text, "no") == 0)) {
+      ReportBad(report, "RINGPROF_DISABLE", text, "1/true/yes or 0/false/no",
+                "0 (enabled)");
+    }
+  }
+
+  if (const char* text = lookup("RINGPROF_DIR")) {
+    const size_t n = strlen(text);
+    if (text[0] == '/' && n < sizeof(config->dir)) {
+      memcpy(config->dir, text, n + 1);
+      // A trailing slash would double in file names.
+      for (size_t i = n; i > 1 && config->dir[i - 1] == '/'; --i) {
+        config->dir[i - 1] = '\0';
+      }
+    } else {
+      ReportBad(report, "RINGPROF_DIR", text,
+                "an absolute path shorter than 512 bytes", config->dir);
+    }
+  }
+
+  const char* default_name =
+      executable_path != nullptr && *executable_path != '\0'
+          ? Basename(executable_path)
+          : "unknown";
+  if (!CopyServiceName(default_name, config->service_name,
+                       sizeof(config->service_name))) {
+    CopyServiceName("unknown", config->service_name,
+                    sizeof(config->service_name));
+  }
+  if (const char* text = lookup("RINGPROF_SERVICE_NAME")) {
+    char name[kMaxServiceNameSize];
+    if (strlen(text) < sizeof(name) &&
+        CopyServiceName(text, name, sizeof(name))) {
+      memcpy(config->service_name, name, sizeof(name));
+    } else {
+      ReportBad(report, "RINGPROF_SERVICE_NAME", text,
+                "1 to 63 bytes, not '.' or '..'", config->service_name);
+    }
+  }
+
+  ReadRange(lookup, report, "RINGPROF_SAMPLE_BYTES", 1, uint64_t{1} << 40,
+            "bytes in [1, 2^40]", &config->sample_bytes);
+  ReadRange(lookup, report, "RINGPROF_MAX_FRAMES", 1, 1000,
+            "a depth in [1, 1000]", &config->max_frames);
+  ReadRange(lookup, report, "RINGPROF_RING_KIB", 256, 1024 * 1024,
+            "KiB in [256, 1048576]", &config->ring_kib);
+  ReadRange(lookup, report, "RINGPROF_MIN_SAMPLES_PER_SEC", 0, 1000,
+            "a rate in [0, 1000]", &config->min_samples_per_sec);
+  ReadRange(lookup, report, "RINGPROF_MAX_SAMPLES_PER_SEC", 1, 1000000,
+            "a rate in [1, 1000000]", &config->max_samples_per_sec);
+
+  if (const char* text = lookup("RINGPROF_FILE_MODE")) {
+    uint64_t mode = 0;
+    if (ParseUnsigned(text, 8, 07777, &mode) && (mode & 0600) == 0600 &&
+        (mode & ~uint64_t{0666}) == 0) {
+      config->file_mode = static_cast<uint32_t>(mode);
+    } else {
+      ReportBad(report, "RINGPROF_FILE_MODE", text,
+                "octal bits within 0666 including 0600, e.g. 0640", "0600");
+    }
+  }
+}
+
+}  // namespace emitter
+}  // namespace ringprof

@@ -1,0 +1,61 @@
+// The emitter's configuration, read once from the environment.
+//
+// Contract: LoadConfig never allocates (it runs in the preloaded library's
+// constructor and in fork children) and never fails: every bad value is
+// reported as exactly one line through `report` and replaced by its default.
+// Thread-compatible; the emitter calls it before any sampling starts.
+#ifndef RINGPROF_EMITTER_CONFIG_H_
+#define RINGPROF_EMITTER_CONFIG_H_
+
+#include <cstdint>
+
+namespace ringprof {
+namespace emitter {
+
+inline constexpr int kMaxDirSize = 512;
+inline constexpr int kMaxServiceNameSize = 64;
+
+struct Config {
+  // RINGPROF_DISABLE=1|true|yes: the emitter does nothing at all.
+  bool disabled = false;
+  // RINGPROF_DIR: where ring files are created (made 0700, or 0750 when the
+  // file mode is group-readable, if missing).
+  char dir[kMaxDirSize] = "/tmp/ringprof";
+  // RINGPROF_SERVICE_NAME: defaults to the executable's basename. Characters
+  // outside [A-Za-z0-9_.-] become '_' (the name is part of a file name).
+  char service_name[kMaxServiceNameSize] = "";
+  // RINGPROF_SAMPLE_BYTES: mean of the exponential byte interval.
+  int64_t sample_bytes = 512 * 1024;
+  // RINGPROF_MAX_FRAMES: stack depth, [1, 1000].
+  int max_frames = 128;
+  // RINGPROF_RING_KIB: total size of the ring slots, [256, 1048576].
+  int64_t ring_kib = 8 * 1024;
+  // RINGPROF_FILE_MODE: octal permission bits of the ring file; must include
+  // 0600 and nothing beyond 0666 (e.g. 0640 for a sidecar in the same group).
+  uint32_t file_mode = 0600;
+  // RINGPROF_MIN_SAMPLES_PER_SEC: per busy thread, the minimum sample rate
+  // the collector's tick picking can count on; 0 turns timing samples off.
+  // [0, 1000].
+  int min_samples_per_sec = 100;
+  // RINGPROF_MAX_SAMPLES_PER_SEC: process-wide cap on timing samples per
+  // second (allocation samples are never capped: that would bias weights).
+  int max_samples_per_sec = 2000;
+};
+
+// Returns the value of an environment variable or nullptr.
+using EnvLookup = const char* (*)(const char* name);
+// Receives one complete line (with '\n') describing a bad value.
+using ReportLine = void (*)(const char* line);
+
+// Fills `config` from the environment; `executable_path` supplies the
+// default service name (its basename).
+void LoadConfig(EnvLookup lookup, ReportLine report,
+                const char* executable_path, Config* config);
+
+// Writes `line` to stderr with write(2) (no stdio, no allocation).
+void ReportToStderr(const char* line);
+
+}  // namespace emitter
+}  // namespace ringprof
+
+#endif  // RINGPROF_EMITTER_CONFIG_H_

@@ -1,0 +1,156 @@
+// Process and thread lifecycle: the library constructor, exit, fork, and
+// the pthread_create / pthread_setname_np wrappers.
+//
+//  - Start: a constructor starts the session (session.h), then the CPU
+//    timer. Allocations before it are forwarded but not sampled.
+//  - Exit: an on_exit handler (it receives the exit status) appends
+//    ProcessEnd and marks the file ended. Registered first, it runs after
+//    the program's own atexit handlers.
+//  - Threads: the pthread_create wrapper runs a trampoline in the new thread
+//    that records its stack bounds (stack_capture.cc uses them), starts the
+//    CPU timer and sets a pthread key whose destructor records ThreadExit
+//    (it runs for return, pthread_exit and cancellation alike).
+//  - fork: a pthread_atfork child handler gives the child its own ring file
+//    and re-arms the CPU timer. Registered in the constructor, it runs
+//    before handlers the program registers later. vfork and posix_spawn run
+//    no handlers and the emitter does nothing in such a child: it shares
+//    the parent's memory and only execs. exec: the new image loads
+//    libringprof.so again through the inherited LD_PRELOAD and starts its
+//    own file (a new name, see runtime.cc).
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <atomic>
+
+#include "emitter/cpu_timer.h"
+#include "emitter/runtime.h"
+#include "emitter/session.h"
+#include "emitter/thread_events.h"
+#include "emitter/thread_state.h"
+
+extern "C" {
+void* __libc_malloc(size_t size);
+void __libc_free(void* ptr);
+}
+
+#define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+using PthreadCreateFn = int (*)(pthread_t*, const pthread_attr_t*,
+                                void* (*)(void*), void*);
+using PthreadSetnameFn = int (*)(pthread_t, const char*);
+
+std::atomic<PthreadCreateFn> g_real_pthread_create{nullptr};
+std::atomic<PthreadSetnameFn> g_real_pthread_setname{nullptr};
+pthread_key_t g_thread_exit_key;
+std::atomic<bool> g_thread_hooks_ready{false};
+
+template <typename Fn>
+Fn ResolveNext(std::atomic<Fn>& slot, const char* name) {
+  Fn fn = slot.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    ReentryGuard guard;  // dlsym may allocate
+    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    slot.store(fn, std::memory_order_release);
+  }
+  return fn;
+}
+
+void OnThreadExit(void*) {
+  RecordThreadExit();
+  CpuTimerOnThreadExit();
+}
+
+void RecordThreadStack() {
+  ReentryGuard guard;  // pthread_getattr_np may allocate
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* low = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &low, &size) == 0) {
+    tls_thread_state.stack_low = reinterpret_cast<uintptr_t>(low);
+    tls_thread_state.stack_high = reinterpret_cast<uintptr_t>(low) + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
+struct ThreadStart {
+  void* (*routine)(void*);
+  void* arg;
+};
+
+void* ThreadTrampoline(void* raw) {
+  const ThreadStart start = *static_cast<ThreadStart*>(raw);
+  __libc_free(raw);
+  if (Enabled()) {
+    RecordThreadStack();
+    pthread_setspecific(g_thread_exit_key, &g_thread_exit_key);
+    CpuTimerOnThreadStart();
+  }
+  return start.routine(start.arg);
+}
+
+void OnForkChild() {
+  RestartSessionInForkChild();
+  if (Enabled()) CpuTimerAfterForkChild();
+}
+
+void OnProcessExit(int status, void*) {
+  CpuTimerShutdown();
+  EndSession(status);
+}
+
+__attribute__((constructor)) void StartEmitter() {
+  StartSession();
+  ResolveNext(g_real_pthread_create, "pthread_create");
+  ResolveNext(g_real_pthread_setname, "pthread_setname_np");
+  if (!Enabled()) return;
+  if (pthread_key_create(&g_thread_exit_key, OnThreadExit) == 0) {
+    g_thread_hooks_ready.store(true, std::memory_order_release);
+  }
+  pthread_atfork(nullptr, nullptr, OnForkChild);
+  on_exit(OnProcessExit, nullptr);
+  CpuTimerInit();
+}
+
+}  // namespace
+}  // namespace emitter
+}  // namespace ringprof
+
+using ringprof::emitter::g_real_pthread_create;
+using ringprof::emitter::g_real_pthread_setname;
+
+RINGPROF_EXPORT int pthread_create(pthread_t* thread,
+                                   const pthread_attr_t* attr,
+                                   void* (*routine)(void*), void* arg) {
+  namespace e = ringprof::emitter;
+  const e::PthreadCreateFn real =
+      e::ResolveNext(g_real_pthread_create, "pthread_create");
+  if (real == nullptr) return EAGAIN;
+  if (!e::g_thread_hooks_ready.load(std::memory_order_acquire)) {
+    return real(thread, attr, routine, arg);
+  }
+  auto* start =
+      static_cast<e::ThreadStart*>(__libc_malloc(sizeof(e::ThreadStart)));
+  if (start == nullptr) return real(thread, attr, routine, arg);
+  start->routine = routine;
+  start->arg = arg;
+  const int result = real(thread, attr, e::ThreadTrampoline, start);
+  if (result != 0) __libc_free(start);
+  return result;
+}
+
+RINGPROF_EXPORT int pthread_setname_np(pthread_t thread, const char* name) {
+  namespace e = ringprof::emitter;
+  const e::PthreadSetnameFn real =
+      e::ResolveNext(g_real_pthread_setname, "pthread_setname_np");
+  if (real == nullptr) return ENOSYS;
+  const int result = real(thread, name);
+  if (result == 0) e::NoteThreadRenamed();
+  return result;
+}

@@ -1,0 +1,101 @@
+// The interposed malloc family: each entry point forwards to glibc's own
+// implementation (__libc_malloc & co., exported by libc.so.6 for exactly
+// this purpose) and reports successful allocations to the sampler.
+//
+// Forwarding to __libc_* instead of dlsym(RTLD_NEXT) needs no bootstrap
+// (dlsym itself calls calloc) and works from the very first allocation,
+// before any constructor ran. The price: the emitter always forwards to
+// glibc's allocator, so it cannot be stacked on top of another preloaded
+// allocator (jemalloc, tcmalloc) — see README "Limits".
+//
+// Semantics are glibc 2.36's, including errno and EINVAL rules:
+// aligned_alloc is glibc's alias of memalign (no size/alignment check);
+// posix_memalign rejects alignments that are not a power-of-two multiple of
+// sizeof(void*). malloc_usable_size is not interposed: every pointer is
+// glibc's own. C++ operator new/delete (all variants, aligned included) are
+// libstdc++'s, which call malloc / aligned_alloc / free through the PLT, so
+// they arrive here (tested by emitter_workload_test).
+#include <errno.h>
+
+#include <cstddef>
+
+#include "emitter/alloc_sampler.h"
+
+extern "C" {
+void* __libc_malloc(size_t size);
+void __libc_free(void* ptr);
+void* __libc_calloc(size_t count, size_t size);
+void* __libc_realloc(void* ptr, size_t size);
+void* __libc_memalign(size_t alignment, size_t size);
+void* __libc_valloc(size_t size);
+void* __libc_pvalloc(size_t size);
+}
+
+#define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+inline void* Sampled(void* ptr, size_t size) {
+  if (__builtin_expect(ptr != nullptr, 1)) {
+    ringprof::emitter::OnAllocation(ptr, size);
+  }
+  return ptr;
+}
+
+}  // namespace
+
+RINGPROF_EXPORT void* malloc(size_t size) {
+  return Sampled(__libc_malloc(size), size);
+}
+
+RINGPROF_EXPORT void free(void* ptr) { __libc_free(ptr); }
+
+RINGPROF_EXPORT void* calloc(size_t count, size_t size) {
+  // On success count * size did not overflow.
+  return Sampled(__libc_calloc(count, size), count * size);
+}
+
+RINGPROF_EXPORT void* realloc(void* ptr, size_t size) {
+  void* result = __libc_realloc(ptr, size);
+  // realloc(p, 0) frees p: not an allocation.
+  if (size == 0) return result;
+  return Sampled(result, size);
+}
+
+RINGPROF_EXPORT void* reallocarray(void* ptr, size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(ptr, bytes);
+}
+
+RINGPROF_EXPORT int posix_memalign(void** result, size_t alignment,
+                                   size_t size) {
+  if (alignment % sizeof(void*) != 0 || alignment == 0 ||
+      ((alignment / sizeof(void*)) & (alignment / sizeof(void*) - 1)) != 0) {
+    return EINVAL;
+  }
+  void* ptr = __libc_memalign(alignment, size);
+  if (ptr == nullptr) return ENOMEM;
+  *result = ptr;
+  Sampled(ptr, size);
+  return 0;
+}
+
+RINGPROF_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
+  return Sampled(__libc_memalign(alignment, size), size);
+}
+
+RINGPROF_EXPORT void* memalign(size_t alignment, size_t size) {
+  return Sampled(__libc_memalign(alignment, size), size);
+}
+
+RINGPROF_EXPORT void* valloc(size_t size) {
+  return Sampled(__libc_valloc(size), size);
+}
+
+RINGPROF_EXPORT void* pvalloc(size_t size) {
+  return Sampled(__libc_pvalloc(size), size);
+}

@@ -1,0 +1,276 @@
+#include "emitter/module_map.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+
+#include "emitter/runtime.h"
+#include "emitter/session.h"
+#include "emitter/thread_state.h"
+#include "ringfile/format.h"
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+struct Module {
+  bool used;
+  ringfile::ModuleMap record;
+  // What _dl_find_object reports for the segment while the object is
+  // loaded; a different answer means it was unloaded.
+  const void* link_map;
+  const void* map_start;
+  char path[kMaxModulePathSize];
+};
+
+// Written under g_locked. Only [0, g_module_end) has ever been written:
+// loops stop there so the untouched tail never becomes resident memory.
+Module g_modules[kMaxModules];
+std::atomic<int> g_module_end{0};
+// Lock-free lookup copy of the used entries' [start, end); end == 0 marks a
+// free entry. Writers set end last.
+std::atomic<uint64_t> g_range_start[kMaxModules];
+std::atomic<uint64_t> g_range_end[kMaxModules];
+
+std::atomic<bool> g_locked{false};
+std::atomic<uint64_t> g_last_emit_ns{0};
+
+bool TryLock() {
+  bool expected = false;
+  return g_locked.compare_exchange_strong(expected, true,
+                                          std::memory_order_acquire);
+}
+void Lock() {
+  while (!TryLock()) sched_yield();
+}
+void Unlock() { g_locked.store(false, std::memory_order_release); }
+
+void Emit(const Module& module) {
+  ringfile::ModuleMap copy = module.record;
+  copy.monotonic_ns = MonotonicNowNs();
+  AppendRecord(ringfile::RecordType::kModuleMap, &copy, sizeof(copy),
+               module.path, copy.path_size);
+}
+
+void EmitAllLocked() {
+  const int end = g_module_end.load(std::memory_order_relaxed);
+  for (int m = 0; m < end; ++m) {
+    if (g_modules[m].used) Emit(g_modules[m]);
+  }
+}
+
+bool KnownPc(uint64_t pc) {
+  const int end = g_module_end.load(std::memory_order_acquire);
+  for (int m = 0; m < end; ++m) {
+    const uint64_t range_end = g_range_end[m].load(std::memory_order_acquire);
+    if (pc < range_end &&
+        pc >= g_range_start[m].load(std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Copies the GNU build-id out of the object's PT_NOTE segments.
+void ReadBuildId(ElfW(Addr) load_bias, const ElfW(Phdr) * phdrs, int phnum,
+                 ringfile::ModuleMap& record) {
+  for (int i = 0; i < phnum; ++i) {
+    const ElfW(Phdr)& phdr = phdrs[i];
+    if (phdr.p_type != PT_NOTE) continue;
+    const uint64_t align = phdr.p_align == 8 ? 8 : 4;
+    const char* p = reinterpret_cast<const char*>(load_bias + phdr.p_vaddr);
+    const char* end = p + phdr.p_memsz;
+    while (end - p >= static_cast<ptrdiff_t>(sizeof(ElfW(Nhdr)))) {
+      ElfW(Nhdr) note;
+      memcpy(&note, p, sizeof(note));
+      const char* name = p + sizeof(note);
+      const char* desc = name + ((note.n_namesz + align - 1) & ~(align - 1));
+      const char* next = desc + ((note.n_descsz + align - 1) & ~(align - 1));
+      if (next > end || next <= p) break;
+      if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 &&
+          memcmp(name, "GNU", 4) == 0) {
+        const uint32_t size = note.n_descsz < ringfile::kMaxBuildIdSize
+                                  ? note.n_descsz
+                                  : ringfile::kMaxBuildIdSize;
+        memcpy(record.build_id, desc, size);
+        record.build_id_size = static_cast<uint8_t>(size);
+        return;
+      }
+      p = next;
+    }
+  }
+}
+
+// Records each executable segment of one object not in the table yet.
+// Called with the lock held.
+void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
+                     const ElfW(Phdr) * phdrs, int phnum) {
+  size_t path_size = strlen(path);
+  if (path_size > kMaxModulePathSize) path_size = kMaxModulePathSize;
+  ringfile::ModuleMap record;
+  memset(&record, 0, sizeof(record));
+  record.load_bias = load_bias;
+  record.path_size = static_cast<uint16_t>(path_size);
+  bool have_build_id = false;
+
+  for (int i = 0; i < phnum; ++i) {
+    const ElfW(Phdr)& phdr = phdrs[i];
+    if (phdr.p_type != PT_LOAD || (phdr.p_flags & PF_X) == 0) continue;
+    record.start = load_bias + phdr.p_vaddr;
+    record.size = phdr.p_memsz;
+    record.file_offset = phdr.p_offset;
+
+    int end = g_module_end.load(std::memory_order_relaxed);
+    int free_index = -1;
+    bool known = false;
+    for (int m = 0; m < end; ++m) {
+      const Module& module = g_modules[m];
+      if (!module.used) {
+        if (free_index < 0) free_index = m;
+      } else if (module.record.start == record.start &&
+                 module.record.size == record.size &&
+                 module.record.load_bias == load_bias) {
+        known = true;
+        break;
+      }
+    }
+    if (known) continue;
+    if (!have_build_id) {
+      ReadBuildId(load_bias, phdrs, phnum, record);
+      have_build_id = true;
+    }
+    if (free_index < 0 && end < kMaxModules) free_index = end++;
+    if (free_index < 0) {
+      // Table full: record it once anyway.
+      Module transient;
+      transient.record = record;
+      memcpy(transient.path, path, path_size);
+      Emit(transient);
+      continue;
+    }
+    Module& module = g_modules[free_index];
+    module.used = true;
+    module.record = record;
+    memcpy(module.path, path, path_size);
+    dl_find_object found;
+    const bool found_ok =
+        _dl_find_object(reinterpret_cast<void*>(record.start), &found) == 0;
+    module.link_map = found_ok ? found.dlfo_link_map : nullptr;
+    module.map_start = found_ok ? found.dlfo_map_start : nullptr;
+    g_range_end[free_index].store(0, std::memory_order_relaxed);
+    g_range_start[free_index].store(record.start, std::memory_order_relaxed);
+    g_range_end[free_index].store(record.start + record.size,
+                                  std::memory_order_release);
+    g_module_end.store(end, std::memory_order_release);
+    Emit(module);
+  }
+}
+
+int OnLoadedObject(struct dl_phdr_info* info, size_t, void* data) {
+  int& index = *static_cast<int*>(data);
+  const bool is_main = index++ == 0;
+  const char* path = info->dlpi_name;
+  if (path == nullptr || path[0] == '\0') {
+    if (!is_main) return 0;  // nameless non-main objects: nothing to find
+    path = ExecutablePath();
+  }
+  AddObjectLocked(path, info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
+  return 0;
+}
+
+// Records the object _dl_find_object found, from its in-memory ELF header
+// (the first mapped page of every ld.so-loaded object and of the vDSO).
+void AddFoundObjectLocked(const dl_find_object& found) {
+  const auto* map = static_cast<const link_map*>(found.dlfo_link_map);
+  const auto* ehdr = static_cast<const ElfW(Ehdr)*>(found.dlfo_map_start);
+  if (map == nullptr || ehdr == nullptr) return;
+  if (memcmp(ehdr->e_ident, ELFMAG, SELFMAG) != 0 ||
+      ehdr->e_phentsize != sizeof(ElfW(Phdr)) || ehdr->e_phoff > 4096 ||
+      ehdr->e_phoff + ehdr->e_phnum * sizeof(ElfW(Phdr)) > 4096) {
+    return;
+  }
+  const auto* phdrs = reinterpret_cast<const ElfW(Phdr)*>(
+      reinterpret_cast<const char*>(ehdr) + ehdr->e_phoff);
+  const char* path = map->l_name;
+  if (path == nullptr || path[0] == '\0') path = ExecutablePath();
+  AddObjectLocked(path, map->l_addr, phdrs, ehdr->e_phnum);
+}
+
+// Drops (ModuleUnmap) entries whose object is gone. Lock held.
+void DropUnloadedLocked() {
+  const int end = g_module_end.load(std::memory_order_relaxed);
+  for (int m = 0; m < end; ++m) {
+    Module& module = g_modules[m];
+    if (!module.used || module.link_map == nullptr) continue;
+    dl_find_object found;
+    if (_dl_find_object(reinterpret_cast<void*>(module.record.start), &found) ==
+            0 &&
+        found.dlfo_link_map == module.link_map &&
+        found.dlfo_map_start == module.map_start) {
+      continue;
+    }
+    g_range_end[m].store(0, std::memory_order_release);
+    module.used = false;
+    ringfile::ModuleUnmap unmap;
+    unmap.monotonic_ns = MonotonicNowNs();
+    unmap.start = module.record.start;
+    unmap.size = module.record.size;
+    AppendRecord(ringfile::RecordType::kModuleUnmap, &unmap, sizeof(unmap),
+                 nullptr, 0);
+  }
+}
+
+}  // namespace
+
+void RecordLoadedModules() {
+  if (!Enabled()) return;
+  Lock();
+  int index = 0;
+  dl_iterate_phdr(OnLoadedObject, &index);
+  g_last_emit_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
+  Unlock();
+}
+
+void EmitAllModules() {
+  Lock();
+  EmitAllLocked();
+  g_last_emit_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
+  Unlock();
+}
+
+void NoteStackModules(const uint64_t* frames, int frame_count) {
+  for (int i = 0; i < frame_count; ++i) {
+    // A return address may sit just past its call's object: look up pc-1.
+    const uint64_t pc = frames[i] - 1;
+    if (KnownPc(pc)) continue;
+    if (!TryLock()) return;
+    dl_find_object found;
+    if (!KnownPc(pc) &&
+        _dl_find_object(reinterpret_cast<void*>(pc), &found) == 0) {
+      AddFoundObjectLocked(found);
+    }
+    Unlock();
+  }
+}
+
+void MaybeReemitModules(uint64_t now_ns) {
+  uint64_t last = g_last_emit_ns.load(std::memory_order_relaxed);
+  if (now_ns < last || now_ns - last < kReemitIntervalNs) return;
+  // One thread wins the interval; the others go on sampling.
+  if (!g_last_emit_ns.compare_exchange_strong(last, now_ns,
+                                              std::memory_order_relaxed)) {
+    return;
+  }
+  if (!TryLock()) return;
+  DropUnloadedLocked();
+  EmitAllLocked();
+  Unlock();
+}
+
+}  // namespace emitter
+}  // namespace ringprof

@@ -1,0 +1,58 @@
+// The module map: which object file is mapped where, so the collector can
+// symbolize frames without reading the workload's /proc (which a sidecar in
+// another sandbox or PID namespace may not see).
+//
+// One ModuleMap record per executable PT_LOAD segment of every loaded object
+// (path, start, size, file offset, load bias, GNU build-id). The emitter
+// keeps what it recorded in a fixed table (no allocation).
+//
+// How changes are noticed without interposing dlopen (a dlopen wrapper
+// would change the caller glibc sees, and with it the RPATH/RUNPATH and
+// $ORIGIN used to find the library) and without the loader lock in malloc:
+//  - at start, dl_iterate_phdr records every object (RecordLoadedModules);
+//  - every sampled stack is checked against the table (NoteStackModules);
+//    a frame in an unknown object is looked up with _dl_find_object, which
+//    is lock-free and async-signal-safe, and its object is recorded from its
+//    in-memory ELF header. So an object is recorded before (or with) the
+//    first sample that needs it, whoever loaded it (dlopen, NSS, iconv...);
+//  - every kReemitIntervalNs the sampled path re-records the whole table for
+//    a collector that started late or lost records in a lapped ring, and
+//    first drops (ModuleUnmap) entries whose object _dl_find_object no
+//    longer reports at that address (dlclose).
+//
+// Thread-safety: table updates serialise on an internal spin lock; the
+// sampled-path functions only try-lock it and give up when it is taken
+// (the next sample retries). Lookups read the table lock-free.
+#ifndef RINGPROF_EMITTER_MODULE_MAP_H_
+#define RINGPROF_EMITTER_MODULE_MAP_H_
+
+#include <cstdint>
+
+namespace ringprof {
+namespace emitter {
+
+// Longer paths are recorded truncated to this many bytes.
+inline constexpr uint32_t kMaxModulePathSize = 512;
+// Executable segments beyond this many are recorded when first seen but
+// never re-recorded.
+inline constexpr int kMaxModules = 512;
+inline constexpr uint64_t kReemitIntervalNs = 5'000'000'000;
+
+// At start (not inside malloc: dl_iterate_phdr takes the loader lock).
+void RecordLoadedModules();
+
+// Records every known module again (e.g. into a fork child's new file).
+void EmitAllModules();
+
+// From the sampled path, with a just-captured stack: records objects the
+// stack runs in that the table does not know yet.
+void NoteStackModules(const uint64_t* frames, int frame_count);
+
+// From the sampled path: every kReemitIntervalNs, drops unloaded objects
+// and re-records the table. Does nothing when another thread is at it.
+void MaybeReemitModules(uint64_t now_ns);
+
+}  // namespace emitter
+}  // namespace ringprof
+
+#endif  // RINGPROF_EMITTER_MODULE_MAP_H_

@@ -1,0 +1,48 @@
+// The emitter's process-wide session: configuration, the ring file, and the
+// lifecycle transitions the interposed entry points drive.
+//
+// Contract: StartSession runs once from the library constructor (outside
+// malloc); RestartSessionInForkChild runs in the only thread of a fork
+// child; EndSession runs at exit. None of them may be called concurrently
+// with each other. The accessors are lock-free and signal-safe.
+#ifndef RINGPROF_EMITTER_SESSION_H_
+#define RINGPROF_EMITTER_SESSION_H_
+
+#include <cstdint>
+
+#include "emitter/config.h"
+#include "emitter/sampler.h"
+
+namespace ringprof {
+namespace emitter {
+
+// Reads the configuration, creates the ring file and records the module map.
+// On any failure the emitter stays switched off (one line on stderr).
+void StartSession();
+
+// Appends ProcessEnd, marks the file ended and switches sampling off. The
+// mapping stays (other threads may still be appending).
+void EndSession(int exit_status);
+
+// After fork, in the child: forgets the parent's ring file (unmapping only
+// the child's view), creates the child's own file, re-records the modules
+// and resets the calling thread's TLS.
+void RestartSessionInForkChild();
+
+// Switches the emitter off for good (e.g. the ring file vanished).
+void SwitchOff();
+
+const Config& SessionConfig();
+// The main executable's real path (/proc/self/exe at start), "" if unknown.
+const char* ExecutablePath();
+const SamplerParams& SessionSamplerParams();
+
+// Samples the emitter could not record (re-entrancy, capture failure); they
+// are reported in a LostSamples record by the next FlushLostSamples.
+void CountLostSample(uint64_t weight_bytes);
+void FlushLostSamples();
+
+}  // namespace emitter
+}  // namespace ringprof
+
+#endif  // RINGPROF_EMITTER_SESSION_H_

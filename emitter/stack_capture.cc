@@ -1,0 +1,83 @@
+// CaptureStack (runtime.h) on libgcc's DWARF unwinder.
+//
+// Why _Unwind_Backtrace: Debian builds libc and libstdc++ without frame
+// pointers, so a frame-pointer walk stops at the first libc/libstdc++ frame.
+// The unwinder follows .eh_frame CFI instead, which every x86-64 object has.
+// It locates each PC's object with _dl_find_object (libgcc_s from GCC 12 on
+// glibc >= 2.35 imports it; check with `objdump -T libgcc_s.so.1`), which is
+// lock-free and async-signal-safe: no loader lock, no dl_iterate_phdr, no
+// allocation. (Objects registered with __register_frame, i.e. JITs, are the
+// exception: libgcc looks them up under a mutex first.)
+//
+// Bounds: the unwinder reads saved registers only at CFA-relative addresses
+// that the CFI of the PC's own object describes. As a second line of defence
+// the walk stops when a frame's CFA leaves the thread's stack (bounds from
+// thread_state.h, recorded at thread start) after having been inside it:
+// frames on a signal alternate stack come first and are allowed.
+#include <unwind.h>
+
+#include <cstdint>
+
+#include "emitter/runtime.h"
+#include "emitter/thread_state.h"
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+struct CaptureState {
+  uint64_t* frames;
+  int max_frames;
+  int to_skip;  // frames still to skip, CaptureStack's own included
+  int count;
+  bool truncated;
+  bool on_thread_stack;
+  uintptr_t stack_low;
+  uintptr_t stack_high;
+};
+
+_Unwind_Reason_Code OnFrame(struct _Unwind_Context* context, void* arg) {
+  CaptureState& state = *static_cast<CaptureState*>(arg);
+  if (state.stack_high != 0) {
+    const uintptr_t cfa = _Unwind_GetCFA(context);
+    const bool inside = cfa >= state.stack_low && cfa <= state.stack_high;
+    if (inside) {
+      state.on_thread_stack = true;
+    } else if (state.on_thread_stack) {
+      return _URC_END_OF_STACK;
+    }
+  }
+  if (state.to_skip > 0) {
+    --state.to_skip;
+    return _URC_NO_REASON;
+  }
+  const uintptr_t pc = _Unwind_GetIP(context);
+  if (pc == 0) return _URC_END_OF_STACK;
+  if (state.count == state.max_frames) {
+    state.truncated = true;
+    return _URC_END_OF_STACK;
+  }
+  state.frames[state.count++] = pc;
+  return _URC_NO_REASON;
+}
+
+}  // namespace
+
+__attribute__((noinline)) int CaptureStack(uint64_t* frames, int max_frames,
+                                           int skip, bool* truncated) {
+  CaptureState state;
+  state.frames = frames;
+  state.max_frames = max_frames;
+  state.to_skip = 1 + skip;  // the first frame reported is CaptureStack's
+  state.count = 0;
+  state.truncated = false;
+  state.on_thread_stack = false;
+  state.stack_low = tls_thread_state.stack_low;
+  state.stack_high = tls_thread_state.stack_high;
+  _Unwind_Backtrace(OnFrame, &state);
+  *truncated = state.truncated;
+  return state.count;
+}
+
+}  // namespace emitter
+}  // namespace ringprof

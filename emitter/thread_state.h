@@ -1,0 +1,55 @@
+// Per-thread emitter state, in initial-exec TLS.
+//
+// Initial-exec TLS is a fixed offset from the thread pointer: reading it is a
+// single %fs-relative load, never calls __tls_get_addr (which may allocate,
+// i.e. recurse into malloc) and is valid from the first instruction of a new
+// thread and in signal handlers. A preloaded library gets its static TLS
+// from the surplus glibc reserves; dlopen()ing libringprof.so later may fail
+// with "cannot allocate memory in static TLS block" (not supported).
+//
+// Zero-initialised means "fresh thread"; every field's zero is meaningful.
+#ifndef RINGPROF_EMITTER_THREAD_STATE_H_
+#define RINGPROF_EMITTER_THREAD_STATE_H_
+
+#include <cstdint>
+
+#include "emitter/sampler.h"
+
+namespace ringprof {
+namespace emitter {
+
+struct ThreadState {
+  SamplerState sampler;
+  uint32_t tid = 0;         // kernel tid; 0 = not cached yet
+  uint32_t in_emitter = 0;  // non-zero while inside the emitter (re-entry)
+  // Value of the process-wide thread-name generation when this thread last
+  // recorded its name; 0 = never.
+  uint32_t name_generation = 0;
+  uint32_t reserved = 0;
+  // This thread's stack, [stack_low, stack_high); 0 when unknown.
+  uintptr_t stack_low = 0;
+  uintptr_t stack_high = 0;
+};
+
+extern __thread ThreadState tls_thread_state
+    __attribute__((tls_model("initial-exec")));
+
+// Marks the calling thread as inside the emitter for the lifetime of the
+// scope; entered() is false when it already was (the caller must then drop
+// whatever it was about to record).
+class ReentryGuard {
+ public:
+  ReentryGuard() : entered_(tls_thread_state.in_emitter++ == 0) {}
+  ~ReentryGuard() { --tls_thread_state.in_emitter; }
+  ReentryGuard(const ReentryGuard&) = delete;
+  ReentryGuard& operator=(const ReentryGuard&) = delete;
+  bool entered() const { return entered_; }
+
+ private:
+  const bool entered_;
+};
+
+}  // namespace emitter
+}  // namespace ringprof
+
+#endif  // RINGPROF_EMITTER_THREAD_STATE_H_
