@@ -1,0 +1,218 @@
+#include "collector/shipping/backlog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "collector/shipping/codec.h"
+
+namespace ringprof {
+namespace collector {
+namespace shipping {
+namespace {
+
+constexpr char kSuffix[] = ".rpspool";
+// Far above any valid record (4 MiB pprof + labels): a larger claim is
+// corruption.
+constexpr size_t kMaxRecordBytes = 64 << 20;
+
+absl::Status ErrnoError(absl::string_view what, const std::string& path) {
+  return absl::InternalError(
+      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status MakeDirs(const std::string& dir) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    const std::string prefix = dir.substr(0, pos);
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoError("cannot create spool directory", prefix);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoError("cannot write", path);
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadAll(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  std::string out;
+  char buf[64 * 1024];
+  while (true) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      close(fd);
+      return ErrnoError("cannot read", path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > kMaxRecordBytes) {
+      close(fd);
+      return absl::DataLossError(absl::StrCat(path, " is too large"));
+    }
+  }
+  close(fd);
+  return out;
+}
+
+}  // namespace
+
+// --- MemoryBacklog ---
+
+absl::StatusOr<size_t> MemoryBacklog::Append(const SpoolRecord& record) {
+  const uint64_t size = record.ByteSizeLong();
+  if (size > max_bytes_) return 1;
+  size_t dropped = 0;
+  while (bytes_ + size > max_bytes_) {
+    PopFront();
+    ++dropped;
+  }
+  records_.push_back(record);
+  bytes_ += size;
+  return dropped;
+}
+
+absl::StatusOr<SpoolRecord> MemoryBacklog::Front() { return records_.front(); }
+
+void MemoryBacklog::PopFront() {
+  bytes_ -= records_.front().ByteSizeLong();
+  records_.pop_front();
+}
+
+// --- DiskSpool ---
+
+absl::StatusOr<std::unique_ptr<DiskSpool>> DiskSpool::Open(
+    const std::string& dir, uint64_t max_bytes) {
+  if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
+  const std::string lock_path = dir + "/.lock";
+  const int lock_fd =
+      open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0) return ErrnoError("cannot open", lock_path);
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    close(lock_fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "spool directory ", dir, " is in use by another ringprof collector"));
+  }
+  std::unique_ptr<DiskSpool> spool(new DiskSpool(dir, max_bytes, lock_fd));
+
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError("cannot list", dir);
+  std::vector<File> files;
+  while (dirent* e = readdir(d)) {
+    absl::string_view name = e->d_name;
+    if (name.size() > 4 && name[0] == '.' &&
+        name.substr(name.size() - 4) == ".tmp") {
+      // A write interrupted before its rename: never complete, never listed.
+      unlinkat(dirfd(d), e->d_name, 0);
+      continue;
+    }
+    if (!absl::ConsumeSuffix(&name, kSuffix)) continue;
+    uint64_t seq;
+    if (!absl::SimpleAtoi(name, &seq) || seq == 0) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, 0) != 0) continue;
+    files.push_back({seq, static_cast<uint64_t>(st.st_size)});
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end(),
+            [](const File& a, const File& b) { return a.seq < b.seq; });
+  for (const File& f : files) {
+    spool->files_.push_back(f);
+    spool->bytes_ += f.bytes;
+    spool->next_seq_ = f.seq + 1;
+  }
+  return spool;
+}
+
+DiskSpool::~DiskSpool() { close(lock_fd_); }
+
+std::string DiskSpool::PathOf(uint64_t seq) const {
+  char name[48];
+  std::snprintf(name, sizeof(name), "/%020" PRIu64 "%s", seq, kSuffix);
+  return dir_ + name;
+}
+
+absl::StatusOr<size_t> DiskSpool::Append(const SpoolRecord& record) {
+  const std::string data = ZstdCompress(record.SerializeAsString());
+  if (data.size() > max_bytes_) return 1;
+  size_t dropped = 0;
+  while (!files_.empty() && bytes_ + data.size() > max_bytes_) {
+    PopFront();
+    ++dropped;
+  }
+
+  const uint64_t seq = next_seq_++;
+  const std::string path = PathOf(seq);
+  const std::string tmp = absl::StrCat(dir_, "/.", seq, ".tmp");
+  const int fd =
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("cannot create", tmp);
+  absl::Status s = WriteAll(fd, data, tmp);
+  if (s.ok() && fsync(fd) != 0) s = ErrnoError("cannot fsync", tmp);
+  close(fd);
+  if (s.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    s = ErrnoError("cannot rename", tmp);
+  }
+  if (!s.ok()) {
+    unlink(tmp.c_str());
+    return s;
+  }
+  // Make the rename itself durable.
+  if (const int dfd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  files_.push_back({seq, data.size()});
+  bytes_ += data.size();
+  return dropped;
+}
+
+absl::StatusOr<SpoolRecord> DiskSpool::Front() {
+  const std::string path = PathOf(files_.front().seq);
+  absl::StatusOr<std::string> data = ReadAll(path);
+  if (!data.ok()) return absl::DataLossError(data.status().message());
+  absl::StatusOr<std::string> raw = ZstdDecompress(*data, kMaxRecordBytes);
+  if (!raw.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": ", raw.status().message()));
+  }
+  SpoolRecord record;
+  if (!record.ParseFromString(*raw)) {
+    return absl::DataLossError(absl::StrCat(path, ": not a spool record"));
+  }
+  return record;
+}
+
+void DiskSpool::PopFront() {
+  unlink(PathOf(files_.front().seq).c_str());
+  bytes_ -= files_.front().bytes;
+  files_.pop_front();
+}
+
+}  // namespace shipping
+}  // namespace collector
+}  // namespace ringprof

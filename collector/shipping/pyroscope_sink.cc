@@ -1,0 +1,403 @@
+#include "collector/shipping/pyroscope_sink.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "collector/metrics.h"
+#include "collector/shipping/codec.h"
+#include "collector/shipping/histogram.h"
+
+namespace ringprof {
+namespace collector {
+namespace shipping {
+namespace {
+
+constexpr int64_t kNsPerMs = 1000000;
+constexpr int64_t kLogInterval = int64_t{60} * 1000000000;
+
+struct ShippingMetrics {
+  Counter& submitted = Metrics::Get().GetCounter(
+      "ringprof_profiles_submitted_total",
+      "Window profiles handed to the Pyroscope sink.");
+  Counter& sent = Metrics::Get().GetCounter("ringprof_profiles_sent_total",
+                                            "Profiles accepted by Pyroscope.");
+  Counter& failed = Metrics::Get().GetCounter(
+      "ringprof_profiles_failed_total",
+      "Profiles Pyroscope rejected with a status retrying cannot fix.");
+  Counter& invalid = Metrics::Get().GetCounter(
+      "ringprof_profiles_invalid_total",
+      "Profiles not sent because they break Pyroscope's validation rules.");
+  Counter& spooled = Metrics::Get().GetCounter(
+      "ringprof_profiles_spooled_total",
+      "Profiles written to the backlog after an upload could not be made.");
+  Counter& expired = Metrics::Get().GetCounter(
+      "ringprof_profiles_expired_total",
+      "Profiles discarded because they fell out of Pyroscope's ingestion "
+      "window before they could be sent.");
+  Counter& dropped = Metrics::Get().GetCounter(
+      "ringprof_profiles_dropped_total",
+      "Profiles discarded because the backlog or inbox bound was reached, or "
+      "a spool file was unreadable.");
+  Counter& retries = Metrics::Get().GetCounter(
+      "ringprof_upload_retries_total",
+      "Uploads that failed in a retryable way (5xx, 408, 429, network).");
+  Counter& upload_bytes = Metrics::Get().GetCounter(
+      "ringprof_upload_bytes_total", "Request body bytes of sent profiles.");
+  Gauge& backlog_bytes = Metrics::Get().GetGauge(
+      "ringprof_spool_bytes", "Bytes in the backlog (disk spool or memory).");
+  Gauge& backlog_profiles = Metrics::Get().GetGauge("ringprof_spool_profiles",
+                                                    "Profiles in the backlog.");
+  Histogram upload_seconds{
+      "ringprof_upload_duration_seconds",
+      "Duration of upload requests, any outcome.",
+      {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}};
+};
+
+ShippingMetrics& M() {
+  static ShippingMetrics* const metrics = new ShippingMetrics();
+  return *metrics;
+}
+
+std::string Describe(const SpoolRecord& record) {
+  std::string service, name;
+  for (const auto& label : record.labels()) {
+    if (label.name() == "service_name") service = label.value();
+    if (label.name() == "__name__") name = label.value();
+  }
+  return absl::StrCat(name, "/", service);
+}
+
+int64_t Jittered(int64_t backoff_ms) {
+  // "Equal jitter": half fixed, half random, so retries of many collectors
+  // spread out but none retries sooner than half the backoff.
+  thread_local std::mt19937_64 engine{std::random_device{}()};
+  std::uniform_int_distribution<int64_t> dist(0, backoff_ms / 2);
+  return backoff_ms - backoff_ms / 2 + dist(engine);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PyroscopeSink>> PyroscopeSink::Create(
+    PyroscopeSinkOptions options) {
+  M();  // register every metric up front so /metrics shows zeros
+  absl::StatusOr<std::unique_ptr<HttpUploader>> uploader =
+      HttpUploader::Create(options.upload);
+  if (!uploader.ok()) return uploader.status();
+  std::unique_ptr<Backlog> backlog;
+  if (options.spool_dir.empty()) {
+    backlog = std::make_unique<MemoryBacklog>(options.spool_max_bytes);
+  } else {
+    absl::StatusOr<std::unique_ptr<DiskSpool>> spool =
+        DiskSpool::Open(options.spool_dir, options.spool_max_bytes);
+    if (!spool.ok()) return spool.status();
+    if (!(*spool)->empty()) {
+      Log(LogLevel::kInfo,
+          absl::StrCat("replaying ", (*spool)->size(), " spooled profiles (",
+                       (*spool)->bytes(), " bytes) from ", options.spool_dir));
+    }
+    backlog = std::move(*spool);
+  }
+  return std::unique_ptr<PyroscopeSink>(new PyroscopeSink(
+      std::move(options), std::move(*uploader), std::move(backlog)));
+}
+
+PyroscopeSink::PyroscopeSink(PyroscopeSinkOptions options,
+                             std::unique_ptr<HttpUploader> uploader,
+                             std::unique_ptr<Backlog> backlog)
+    : options_(std::move(options)),
+      uploader_(std::move(uploader)),
+      log_(kLogInterval),
+      outstanding_(backlog->size()),
+      backlog_(std::move(backlog)) {
+  PublishGauges();
+  thread_ = std::thread([this] { Run(); });
+}
+
+PyroscopeSink::~PyroscopeSink() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  abort_at_ns_.store(0, std::memory_order_relaxed);
+  wake_.notify_all();
+  thread_.join();
+}
+
+void PyroscopeSink::Submit(WindowProfile profile) {
+  M().submitted.Add(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (inbox_.size() >= options_.inbox_max_profiles) {
+      inbox_.pop_front();
+      M().dropped.Add(1);
+      log_.Log(LogLevel::kError, "inbox",
+               "upload thread is behind; dropped the oldest queued profile");
+    }
+    inbox_.push_back(std::move(profile));
+  }
+  wake_.notify_one();
+}
+
+absl::Status PyroscopeSink::Flush(int64_t deadline_monotonic_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t ticket = ++flush_requested_;
+  // Leave time to spool an upload aborted at the deadline.
+  const int64_t now = MonotonicNowNs();
+  const int64_t margin = std::min<int64_t>(
+      500 * kNsPerMs, std::max<int64_t>(0, deadline_monotonic_ns - now) / 4);
+  abort_at_ns_.store(deadline_monotonic_ns - margin, std::memory_order_relaxed);
+  wake_.notify_all();
+  const auto deadline = std::chrono::steady_clock::time_point(
+      std::chrono::nanoseconds(deadline_monotonic_ns));
+  idle_.wait_until(lock, deadline, [&] { return flush_done_ >= ticket; });
+  if (flush_done_ >= ticket) return absl::OkStatus();
+  // Uploads may resume if the caller keeps the sink.
+  if (!stop_) abort_at_ns_.store(INT64_MAX, std::memory_order_relaxed);
+  return absl::DeadlineExceededError(
+      absl::StrCat(outstanding_ + inbox_.size(),
+                   " profiles neither sent nor persisted by the deadline",
+                   backlog_->persistent() ? "" : " (no spool directory)"));
+}
+
+size_t PyroscopeSink::OutstandingForTest() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return outstanding_ + inbox_.size();
+}
+
+bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
+  const Labels labels = BuildSeriesLabels(options_.labels, profile.name,
+                                          profile.service_name, profile.labels);
+  if (absl::Status s = ValidateSeriesLabels(labels); !s.ok()) {
+    M().invalid.Add(1);
+    log_.Log(LogLevel::kError, "invalid-labels",
+             absl::StrCat("not sending a ", profile.name, " profile of pid ",
+                          profile.pid, ": ", s.message()));
+    return false;
+  }
+  absl::StatusOr<ProfileFacts> facts =
+      ValidateProfile(profile.pprof, UnixNowNs(), options_.limits);
+  if (!facts.ok()) {
+    const bool expired = absl::IsOutOfRange(facts.status());
+    (expired ? M().expired : M().invalid).Add(1);
+    log_.Log(expired ? LogLevel::kWarning : LogLevel::kError,
+             expired ? "expired" : "invalid-pprof",
+             absl::StrCat("not sending a ", profile.name, " profile of pid ",
+                          profile.pid, ": ", facts.status().message()));
+    return false;
+  }
+  for (auto& [name, value] : labels) {
+    types::v1::LabelPair* pair = record->add_labels();
+    pair->set_name(name);
+    pair->set_value(value);
+  }
+  record->set_pprof(std::move(profile.pprof));
+  record->set_id(NewUuidV4());
+  record->set_from_unix_ns(profile.from_unix_ns);
+  record->set_until_unix_ns(profile.until_unix_ns);
+  record->set_time_nanos(facts->time_nanos);
+  return true;
+}
+
+void PyroscopeSink::ToBacklog(const SpoolRecord& record) {
+  absl::StatusOr<size_t> dropped = backlog_->Append(record);
+  if (!dropped.ok()) {
+    M().dropped.Add(1);
+    log_.Log(LogLevel::kError, "spool-write",
+             absl::StrCat("cannot spool a profile, dropped it: ",
+                          dropped.status().message()));
+    return;
+  }
+  M().spooled.Add(1);
+  if (*dropped > 0) {
+    M().dropped.Add(*dropped);
+    log_.Log(
+        LogLevel::kWarning, "spool-full",
+        absl::StrCat("backlog reached its bound of ", options_.spool_max_bytes,
+                     " bytes; dropped the ", *dropped, " oldest profiles"));
+  }
+}
+
+void PyroscopeSink::MovePendingToBacklog() {
+  for (const SpoolRecord& record : pending_) ToBacklog(record);
+  pending_.clear();
+}
+
+bool PyroscopeSink::Expired(const SpoolRecord& record,
+                            int64_t now_unix_ns) const {
+  const int64_t t =
+      record.time_nanos() != 0 ? record.time_nanos() : record.from_unix_ns();
+  return t <
+         now_unix_ns - options_.limits.max_age_ns + options_.expiry_margin_ns;
+}
+
+bool PyroscopeSink::SendOldest(bool from_backlog) {
+  SpoolRecord backlog_record;
+  const SpoolRecord* record;
+  auto pop = [&] {
+    if (from_backlog) {
+      backlog_->PopFront();
+    } else {
+      pending_.pop_front();
+    }
+  };
+  if (from_backlog) {
+    absl::StatusOr<SpoolRecord> front = backlog_->Front();
+    if (!front.ok()) {
+      M().dropped.Add(1);
+      log_.Log(LogLevel::kError, "spool-read",
+               absl::StrCat("dropping an unreadable spool entry: ",
+                            front.status().message()));
+      backlog_->PopFront();
+      return true;
+    }
+    backlog_record = std::move(*front);
+    record = &backlog_record;
+  } else {
+    record = &pending_.front();
+  }
+  if (Expired(*record, UnixNowNs())) {
+    M().expired.Add(1);
+    log_.Log(LogLevel::kWarning, "expired",
+             absl::StrCat("a ", Describe(*record),
+                          " profile is too old for Pyroscope's ingestion "
+                          "window; not sending it"));
+    pop();
+    return true;
+  }
+
+  const UploadResult result = uploader_->Upload(*record, &abort_at_ns_);
+  M().upload_seconds.Observe(static_cast<double>(result.duration_ns) / 1e9);
+  switch (result.outcome) {
+    case UploadResult::Outcome::kSent:
+      M().sent.Add(1);
+      M().upload_bytes.Add(static_cast<uint64_t>(result.request_bytes));
+      if (LogEnabled(LogLevel::kDebug)) {
+        Log(LogLevel::kDebug,
+            absl::StrCat("sent ", Describe(*record), " [",
+                         record->from_unix_ns(), ", ", record->until_unix_ns(),
+                         ") ", result.request_bytes, " bytes in ",
+                         result.duration_ns / kNsPerMs, " ms"));
+      }
+      pop();
+      if (in_outage_) {
+        Log(LogLevel::kInfo,
+            absl::StrCat("Pyroscope is reachable again; ", backlog_->size(),
+                         " spooled profiles left to replay"));
+        in_outage_ = false;
+      }
+      backoff_ms_ = 0;
+      retry_at_ns_ = 0;
+      return true;
+    case UploadResult::Outcome::kRejected:
+      M().failed.Add(1);
+      log_.Log(LogLevel::kError, absl::StrCat("rejected-", result.http_status),
+               absl::StrCat("Pyroscope rejected a ", Describe(*record),
+                            " profile (", result.message,
+                            "); dropped it. Check the server address, "
+                            "credentials and tenant."));
+      pop();
+      backoff_ms_ = 0;
+      retry_at_ns_ = 0;
+      return true;
+    case UploadResult::Outcome::kRetry:
+      break;
+  }
+  M().retries.Add(1);
+  if (!from_backlog) MovePendingToBacklog();
+  backoff_ms_ = backoff_ms_ == 0
+                    ? options_.initial_backoff_ms
+                    : std::min(backoff_ms_ * 2, options_.max_backoff_ms);
+  const int64_t delay_ms =
+      std::max(Jittered(backoff_ms_), result.retry_after_ms);
+  retry_at_ns_ = MonotonicNowNs() + delay_ms * kNsPerMs;
+  const std::string message = absl::StrCat(
+      "upload of a ", Describe(*record), " profile failed (", result.message,
+      "); keeping ", backlog_->size(), " profiles in the ",
+      backlog_->persistent() ? "spool" : "memory backlog", ", retrying in ",
+      delay_ms, " ms");
+  if (!in_outage_) {
+    Log(LogLevel::kWarning, message);
+    in_outage_ = true;
+  } else {
+    log_.Log(LogLevel::kWarning, "retry", message);
+  }
+  return false;
+}
+
+void PyroscopeSink::PublishGauges() {
+  M().backlog_bytes.Set(static_cast<double>(backlog_->bytes()));
+  M().backlog_profiles.Set(static_cast<double>(backlog_->size()));
+}
+
+void PyroscopeSink::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    std::deque<WindowProfile> batch;
+    batch.swap(inbox_);
+    const bool stopping = stop_;
+    const uint64_t flush_target = flush_requested_;
+    lock.unlock();
+
+    for (WindowProfile& profile : batch) {
+      SpoolRecord record;
+      if (!Prepare(std::move(profile), &record)) continue;
+      if (!backlog_->empty() || retry_at_ns_ != 0 || stopping) {
+        ToBacklog(record);
+      } else {
+        pending_.push_back(std::move(record));
+      }
+    }
+
+    const int64_t now = MonotonicNowNs();
+    const bool past_abort = now >= abort_at_ns_.load(std::memory_order_relaxed);
+    if (stopping || past_abort) MovePendingToBacklog();
+    const bool work_left = !pending_.empty() || !backlog_->empty();
+    const bool may_send =
+        !stopping && !past_abort && (retry_at_ns_ == 0 || now >= retry_at_ns_);
+    if (work_left && may_send) {
+      SendOldest(/*from_backlog=*/!backlog_->empty());
+      PublishGauges();
+      lock.lock();
+      outstanding_ = pending_.size() + backlog_->size();
+      continue;
+    }
+    PublishGauges();
+
+    lock.lock();
+    outstanding_ = pending_.size() + backlog_->size();
+    if (inbox_.empty() && pending_.empty() &&
+        (backlog_->persistent() || backlog_->empty()) &&
+        flush_done_ < flush_target) {
+      flush_done_ = flush_target;
+      idle_.notify_all();
+      if (flush_target == flush_requested_ && !stop_ && past_abort) {
+        // The flush is over; resume normal uploads of what was spooled.
+        abort_at_ns_.store(INT64_MAX, std::memory_order_relaxed);
+        continue;
+      }
+      if (flush_target == flush_requested_ && !stop_) {
+        abort_at_ns_.store(INT64_MAX, std::memory_order_relaxed);
+      }
+    }
+    if (stopping) break;
+    if (!inbox_.empty() || stop_ || flush_requested_ != flush_target) continue;
+    auto woken = [&] {
+      return stop_ || !inbox_.empty() || flush_requested_ != flush_target;
+    };
+    if (work_left && retry_at_ns_ != 0 && !past_abort) {
+      wake_.wait_until(lock,
+                       std::chrono::steady_clock::time_point(
+                           std::chrono::nanoseconds(retry_at_ns_)),
+                       woken);
+    } else {
+      wake_.wait(lock, woken);
+    }
+  }
+}
+
+}  // namespace shipping
+}  // namespace collector
+}  // namespace ringprof

@@ -1,0 +1,149 @@
+// PyroscopeSink: ships WindowProfiles to Grafana Pyroscope without losing
+// them when the server is away.
+//
+// Submit validates nothing and never blocks on the network: it hands the
+// profile to a bounded inbox and returns. One upload thread then, per
+// profile: builds the series labels (labels.h), checks labels and pprof
+// against Pyroscope's rules (invalid → counted, logged, never sent; already
+// outside the ingestion window → counted as expired), and uploads it
+// (http_uploader.h).
+//
+// Failure handling:
+//  - A rejection retrying cannot fix (4xx other than 408/429) drops that
+//    profile; it is counted and logged with the server's message, at most
+//    once a minute per status.
+//  - A retryable failure (5xx, 408, 429, transport error, timeout) moves the
+//    profile and everything queued after it to the backlog (a disk spool
+//    when a directory is configured, else memory) and waits: exponential
+//    backoff with jitter, at least Retry-After. While the backlog is not
+//    empty new profiles go behind it, so profiles are uploaded in the order
+//    they were submitted. Replay sends the oldest first and skips (counts as
+//    expired) those whose time_nanos would be outside Pyroscope's ingestion
+//    window by the time they arrive.
+//  - The backlog is bounded in bytes; when full the oldest are dropped and
+//    counted. A disk spool left by an earlier run is replayed on start.
+//  - Delivery is at-least-once: a request that timed out may have been
+//    ingested; its retry carries the same profile ID.
+//
+// Thread-safety: Submit and Flush from one thread (the collector's
+// processing thread), per ProfileSink; all other work happens on the upload
+// thread. Destruction stops the upload thread promptly (an in-flight request
+// is aborted) and spools whatever is still queued.
+#ifndef RINGPROF_COLLECTOR_SHIPPING_PYROSCOPE_SINK_H_
+#define RINGPROF_COLLECTOR_SHIPPING_PYROSCOPE_SINK_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collector/shipping/backlog.h"
+#include "collector/shipping/http_uploader.h"
+#include "collector/shipping/labels.h"
+#include "collector/shipping/log.h"
+#include "collector/shipping/pprof_validation.h"
+#include "collector/sink.h"
+
+namespace ringprof {
+namespace collector {
+
+// Builds the sink from --server-address and the other shipping flags (each
+// falls back to its PYROSCOPE_* environment variable; see
+// collector/shipping/README.md). Returns nullptr when no server is
+// configured; InvalidArgument for bad tags, headers, URLs or unreadable
+// secret files (messages never contain secrets). Also starts the /metrics
+// endpoint when --metrics-port is set (see metrics_server.h).
+absl::StatusOr<std::unique_ptr<ProfileSink>> MakePyroscopeSinkFromFlags();
+
+namespace shipping {
+
+struct PyroscopeSinkOptions {
+  UploaderOptions upload;
+  SeriesLabelConfig labels;
+  // Disk spool directory; empty keeps the backlog in memory.
+  std::string spool_dir;
+  uint64_t spool_max_bytes = 256ull << 20;
+  // Profiles waiting for the upload thread; beyond this Submit drops the
+  // oldest (counted): the upload thread is stuck on disk I/O.
+  size_t inbox_max_profiles = 4096;
+  int64_t initial_backoff_ms = 1000;
+  int64_t max_backoff_ms = 60000;
+  ProfileLimits limits;
+  // A backlog profile is sent only if it is still this far inside the
+  // ingestion window (transit time, clock skew).
+  int64_t expiry_margin_ns = int64_t{60} * 1000000000;
+};
+
+class PyroscopeSink final : public ProfileSink {
+ public:
+  // Opens the backlog (InvalidArgument/FailedPrecondition when the spool
+  // directory is unusable or locked by another collector) and starts the
+  // upload thread, which replays any existing spool first.
+  static absl::StatusOr<std::unique_ptr<PyroscopeSink>> Create(
+      PyroscopeSinkOptions options);
+  ~PyroscopeSink() override;
+
+  void Submit(WindowProfile profile) override;
+  // Returns OK once every submitted profile was sent, rejected, or is in a
+  // persistent spool; DeadlineExceeded (with counts) if that did not happen
+  // by the deadline. An upload in flight is aborted shortly before the
+  // deadline so its profile can still be spooled.
+  absl::Status Flush(int64_t deadline_monotonic_ns) override;
+
+  // Profiles submitted but not yet sent, rejected, expired or dropped:
+  // inbox + memory queue + backlog.
+  size_t OutstandingForTest();
+
+ private:
+  PyroscopeSink(PyroscopeSinkOptions options,
+                std::unique_ptr<HttpUploader> uploader,
+                std::unique_ptr<Backlog> backlog);
+
+  void Run();
+  // Labels + validation; false when the profile is invalid or expired.
+  bool Prepare(WindowProfile profile, SpoolRecord* record);
+  void ToBacklog(const SpoolRecord& record);
+  void MovePendingToBacklog();
+  bool Expired(const SpoolRecord& record, int64_t now_unix_ns) const;
+  // Uploads the oldest outstanding profile; returns false after a retryable
+  // failure (backoff set).
+  bool SendOldest(bool from_backlog);
+  void PublishGauges();
+
+  const PyroscopeSinkOptions options_;
+  std::unique_ptr<HttpUploader> uploader_;
+  RateLimitedLog log_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;     // upload thread: work, stop or flush
+  std::condition_variable idle_;     // Flush: the upload thread caught up
+  std::deque<WindowProfile> inbox_;  // guarded by mu_
+  bool stop_ = false;                // guarded by mu_
+  uint64_t flush_requested_ = 0;     // guarded by mu_
+  uint64_t flush_done_ = 0;          // guarded by mu_
+  size_t outstanding_ = 0;           // guarded by mu_; set by upload thread
+
+  // When an in-flight upload must give up (CLOCK_MONOTONIC ns).
+  std::atomic<int64_t> abort_at_ns_{INT64_MAX};
+
+  // Upload thread only.
+  std::unique_ptr<Backlog> backlog_;
+  std::deque<SpoolRecord> pending_;  // validated, newer than the backlog
+  int64_t retry_at_ns_ = 0;          // monotonic; 0 when healthy
+  int64_t backoff_ms_ = 0;
+  bool in_outage_ = false;
+
+  std::thread thread_;
+};
+
+}  // namespace shipping
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_SHIPPING_PYROSCOPE_SINK_H_
