@@ -709,6 +709,12 @@ constexpr char kPageScript[] = R"html(</script>
   }
   window.addEventListener('resize', render);
   render();
+  // A link can carry a search: page.html#search=Parse
+  var preset = /^#search=(.*)$/.exec(window.location.hash);
+  if (preset) {
+    search.value = decodeURIComponent(preset[1]);
+    search.dispatchEvent(new Event('input'));
+  }
 })();
 </script>
 </body>

@@ -1,7 +1,10 @@
 #include "collector/flamegraph.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -199,6 +202,8 @@ TEST(FlameGraphTreeTest, BoundsTheNodeCountKeepingTheHeaviestPaths) {
     heaviest_leaf_kept |= node.function == "chain299_249";
   }
   EXPECT_TRUE(heaviest_leaf_kept);
+  // The page stays a size a browser opens quickly.
+  EXPECT_LT(RenderFlameGraphHtml(builder.profile(), 0, "big").size(), 4u << 20);
 }
 
 int CountOccurrences(absl::string_view haystack, absl::string_view needle) {
@@ -306,6 +311,50 @@ TEST(DiffFlameGraphTest, FramesAbsentFromBaseAreFullyRed) {
   EXPECT_EQ(tree[2].color, "#e83030");
 }
 
+// A CPU profile shaped like a real C++ program, for looking at the pages:
+// they are written to $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/collector/
+// flamegraph_test/test.outputs/) as flame.html and diff.html.
+Profile ExampleProfile(int parse_weight) {
+  ProfileBuilder builder("cpu", "nanoseconds");
+  const std::string parse =
+      "std::vector<Token, std::allocator<Token> > app::Parse<Json>(Reader&)";
+  uint64_t inlined = builder.Location({"app::Lexer::Next() [inlined]", parse});
+  uint64_t main = builder.Location({"main"});
+  uint64_t start = builder.Location({"__libc_start_main"});
+  builder.Sample({inlined, main, start}, {parse_weight * 10000000});
+  builder.Stack({"__libc_start_main", "main", parse,
+                 "operator new(unsigned long)", "malloc"},
+                {20000000});
+  builder.Stack({"__libc_start_main", "main", "app::Render(Page const&)"},
+                {30000000});
+  builder.Stack({"__libc_start_main", "main", "app::Render(Page const&)",
+                 "app::Escape<char>(std::basic_string_view<char>)"},
+                {15000000});
+  builder.Stack({"__libc_start_main", "main", "app::Flush()", "write"},
+                {5000000});
+  return builder.profile();
+}
+
+TEST(FlameGraphHtmlTest, ExamplePagesNameTheirFunctions) {
+  Profile base = ExampleProfile(4);
+  Profile target = ExampleProfile(9);
+  std::string flame = RenderFlameGraphHtml(target, 0, "example: cpu");
+  std::string diff = RenderDiffFlameGraphHtml(base, target, 0, "example diff");
+  for (const std::string* page : {&flame, &diff}) {
+    EXPECT_THAT(*page, HasSubstr("\"app::Render(Page const\\u0026)\""));
+    EXPECT_THAT(*page, HasSubstr("\"app::Lexer::Next() [inlined]\""));
+  }
+  if (const char* dir = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR")) {
+    for (const auto& [name, page] :
+         {std::pair<std::string, const std::string*>{"flame.html", &flame},
+          {"diff.html", &diff}}) {
+      std::ofstream out(std::string(dir) + "/" + name);
+      out << *page;
+      EXPECT_TRUE(out.good()) << name;
+    }
+  }
+}
+
 std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
 }
@@ -340,8 +389,7 @@ TEST(TopTableTest, LimitAndByteUnits) {
       Lines(RenderTopTable(builder.profile(), 1, 2));
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_EQ(lines[0], "Type: alloc_space");
-  EXPECT_EQ(lines[1],
-            "Showing nodes accounting for 3MB, 100.00% of 3MB total");
+  EXPECT_EQ(lines[1], "Showing nodes accounting for 3MB, 100.00% of 3MB total");
   EXPECT_EQ(lines[2], "Showing top 2 nodes out of 4");
   EXPECT_EQ(lines[4], "       3MB  99.95%  99.95%        3MB  99.95%  big");
   EXPECT_EQ(lines[5], "    1.50kB   0.05% 100.00%     1.50kB   0.05%  medium");
