@@ -244,16 +244,6 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
                                          PollStats& stats) {
   RingCursor& cursor = cursors_[ring];
   const RingControl& ctl = control(ring);
-  const uint64_t next_index = ctl.next_index.load(std::memory_order_acquire);
-  if (next_index > kMaxRecordIndex) {
-    return absl::DataLossError(absl::StrFormat(
-        "ring %u: next_index %u is impossibly large", ring, next_index));
-  }
-  if (next_index < cursor.position) {
-    return absl::DataLossError(
-        absl::StrFormat("ring %u: next_index went backwards (%u < %u)", ring,
-                        next_index, cursor.position));
-  }
   const uint64_t dropped = ctl.dropped.load(std::memory_order_relaxed);
   if (dropped < cursor.dropped_seen) {
     return absl::DataLossError(
@@ -263,14 +253,30 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
   stats.writer_dropped += dropped - cursor.dropped_seen;
   cursor.dropped_seen = dropped;
 
-  // Lapped: the slots of everything older than one ring behind next_index
-  // have been reused (or are being reused).
-  const uint64_t slots = info_.slots_per_ring;
-  if (next_index - cursor.position > slots) {
-    stats.lost += next_index - slots - cursor.position;
-    cursor.position = next_index - slots;
-    cursor.stalling = false;
-  }
+  // Loads and validates next_index; if the writers lapped us, every record
+  // older than one ring behind it has had its slot reused (or is having it
+  // reused): count them lost and jump.
+  uint64_t next_index = 0;
+  auto load_next_index = [&]() -> absl::Status {
+    next_index = ctl.next_index.load(std::memory_order_acquire);
+    if (next_index > kMaxRecordIndex) {
+      return absl::DataLossError(absl::StrFormat(
+          "ring %u: next_index %u is impossibly large", ring, next_index));
+    }
+    if (next_index < cursor.position) {
+      return absl::DataLossError(
+          absl::StrFormat("ring %u: next_index went backwards (%u < %u)", ring,
+                          next_index, cursor.position));
+    }
+    if (next_index - cursor.position > info_.slots_per_ring) {
+      stats.lost += next_index - info_.slots_per_ring - cursor.position;
+      cursor.position = next_index - info_.slots_per_ring;
+      cursor.stalling = false;
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = load_next_index();
+  if (!status.ok()) return status;
 
   const uint32_t max_payload = info_.slot_size - kSlotHeaderSize;
   while (cursor.position < next_index && budget > 0) {
@@ -283,10 +289,14 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
     const uint64_t before = header->sequence.load(std::memory_order_acquire);
     if (before > committed) {
       // A later lap took the slot: this record was overwritten, or its
-      // writer gave up because the later lap got there first.
+      // writer gave up because the later lap got there first. The writers
+      // are at least a lap ahead: catch up with them instead of chasing
+      // them slot by slot.
       ++stats.lost;
       ++cursor.position;
       cursor.stalling = false;
+      status = load_next_index();
+      if (!status.ok()) return status;
       continue;
     }
     if (before != committed) {
