@@ -1,0 +1,429 @@
+#!/usr/bin/python3
+"""ringprof's end-to-end test inside gVisor: the sidecar arrangement of a pod.
+
+One `runsc --rootless --network=host do` sandbox (one gVisor kernel, like one
+pod) runs a generated pod script (pod.sh, kept in the test's outputs) that
+starts, as separate processes sharing nothing but the ring directory
+/dev/shm/ringprof (the sandbox's own tmpfs, i.e. an emptyDir of medium
+Memory):
+
+  * perf_probe, which must find perf_event_open failing with ENODEV;
+  * the collector sidecar, `ringprof collect --ring-dir /dev/shm/ringprof`;
+  * two workloads with LD_PRELOAD=libringprof.so: examples/server (frame
+    pointers) and examples/pipeline_nofp (no frame pointers anywhere).
+
+When the workloads end the script sends SIGTERM to the collector, which
+drains the rings and ships (or writes) what it has, then exits.
+
+--mode=push: the collector ships to the Pyroscope test receiver on the host's
+  loopback (tests/pyroscope_receiver, wrapped to summarize each profile by
+  function). Asserts: perf_event_open -> ENODEV inside; no upload rejected;
+  for each workload both profile types (process_cpu, memory) arrived with its
+  known hot functions symbolized; no sample lost in the rings (collector's
+  ringprof_ring_lost_records_total); everything within the time bound.
+--mode=local: no server; the collector writes local profiles to a host
+  directory (the sandbox runs with -force-overlay=false for that; the ring
+  directory stays in the sandbox's tmpfs). Same assertions on the .pb.gz
+  files, so the test still proves the gVisor path if shipping is broken.
+
+If runsc cannot start a sandbox here, the test fails and says why.
+"""
+
+import argparse
+import glob
+import gzip
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import profile_summary  # noqa: E402
+
+RUNSC = os.environ.get("RUNSC", "runsc")
+RING_DIR = "/dev/shm/ringprof"  # inside the sandbox: its private tmpfs
+TIME_BOUND_S = 60.0
+
+
+class Workload:
+    def __init__(self, service, binary, args, hot_functions):
+        self.service = service
+        self.binary = binary
+        self.args = args
+        self.hot_functions = hot_functions
+
+
+def workloads(seconds):
+    return [
+        Workload("e2e-server", "examples/server/server",
+                 ["--seconds=%d" % seconds, "--workers=2", "--clients=1"],
+                 ["ParseJsonRequest", "RenderResponse"]),
+        Workload("e2e-pipeline", "examples/pipeline/pipeline_nofp",
+                 ["--seconds=%d" % seconds, "--workers=1"],
+                 ["CompressBlock", "TokenizeBlock"]),
+    ]
+
+
+def path_of(relative):
+    path = os.path.join(ROOT, relative)
+    if not os.path.exists(path):
+        fail("missing %s (a data dependency of this test)" % relative)
+    return path
+
+
+def fail(message):
+    print("FAIL: " + message, flush=True)
+    sys.exit(1)
+
+
+def log(message):
+    print(message, flush=True)
+
+
+# --- runsc -----------------------------------------------------------------
+
+def runsc_command(state_dir, do_flags, argv):
+    return ([RUNSC, "--rootless", "--network=host", "--root=" + state_dir,
+             "do"] + do_flags + argv)
+
+
+def require_runsc(state_dir, scratch):
+    """Fails the test, with runsc's own words, when no sandbox starts."""
+    if shutil.which(RUNSC) is None:
+        fail("runsc not found on PATH (Debian package 'runsc'; run tools/setup)")
+    debug_dir = os.path.join(scratch, "runsc-debug") + "/"
+    cmd = ([RUNSC, "--rootless", "--network=host", "--root=" + state_dir,
+            "--debug", "--debug-log=" + debug_dir, "do", "/bin/true"])
+    try:
+        result = subprocess.run(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, timeout=60)
+    except subprocess.TimeoutExpired:
+        fail("runsc did not start a sandbox within 60 s: " + " ".join(cmd))
+    if result.returncode != 0:
+        tail = ""
+        for f in sorted(glob.glob(debug_dir + "*")):
+            with open(f, errors="replace") as fh:
+                tail += "".join(fh.readlines()[-15:])
+        fail("runsc cannot start a sandbox on this machine (exit %d):\n%s\n"
+             "--- runsc debug log tail ---\n%s"
+             % (result.returncode, result.stdout.decode(errors="replace"), tail))
+    shutil.rmtree(debug_dir, ignore_errors=True)
+    version = subprocess.run([RUNSC, "--version"], stdout=subprocess.PIPE,
+                             universal_newlines=True).stdout.splitlines()
+    log("runsc: %s: sandbox starts" % (version[0] if version else "?"))
+
+
+# --- the pod ---------------------------------------------------------------
+
+def pod_script(out_dir, collector_argv, collector_env, loads):
+    """The shell script run as the sandbox's init: one pod, three containers'
+    worth of processes. Everything it prints starts with "pod: "."""
+    q = shlex.quote
+    lines = [
+        "#!/bin/bash",
+        "# Generated by tests/gvisor/sidecar_e2e_test.py; runs inside runsc.",
+        "set -u",
+        "out=%s" % q(out_dir),
+        "ring=%s" % q(RING_DIR),
+        "mkdir -p \"$ring\"",
+        "",
+        "# Why ringprof exists.",
+        "echo \"pod: $(%s)\"" % q(path_of("tests/gvisor/perf_probe")),
+        "",
+        "# The collector sidecar: sees only the ring directory.",
+        "env %s %s >\"$out/collector.log\" 2>&1 &" % (
+            " ".join(q("%s=%s" % kv) for kv in collector_env.items()),
+            " ".join(q(a) for a in collector_argv)),
+        "collector=$!",
+        "",
+        "# The workloads: unmodified programs, the emitter preloaded.",
+    ]
+    emitter = path_of("emitter/libringprof.so")
+    for i, w in enumerate(loads):
+        lines += [
+            "LD_PRELOAD=%s RINGPROF_DIR=\"$ring\" RINGPROF_SERVICE_NAME=%s \\"
+            % (q(emitter), q(w.service)),
+            "  %s >\"$out/%s.out\" 2>&1 &" % (
+                " ".join(q(a) for a in [path_of(w.binary)] + w.args), w.service),
+            "workload_%d=$!" % i,
+        ]
+    for i, w in enumerate(loads):
+        lines += [
+            "wait $workload_%d" % i,
+            "echo \"pod: workload %s exit=$?\"" % w.service,
+        ]
+    lines += [
+        "",
+        "# Pod shutdown: the sidecar gets SIGTERM, drains and flushes.",
+        "kill -TERM $collector",
+        "wait $collector",
+        "echo \"pod: collector exit=$?\"",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_pod(state_dir, scratch, script, timeout_s):
+    script_path = os.path.join(scratch, "pod.sh")
+    with open(script_path, "w") as f:
+        f.write(script)
+    os.chmod(script_path, 0o755)
+    output_path = os.path.join(scratch, "pod.out")
+    # -force-overlay=false: the collector's log and local output reach the
+    # host directory `scratch`. The ring directory is /dev/shm, which is the
+    # sandbox's own tmpfs either way.
+    cmd = runsc_command(state_dir, ["-force-overlay=false"],
+                        ["/bin/bash", script_path])
+    start = time.monotonic()
+    # Output to a file of its own: the sandbox writes with its own offset.
+    with open(output_path, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            status = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            status = None
+    elapsed = time.monotonic() - start
+    with open(output_path, errors="replace") as f:
+        output = f.read()
+    return status, elapsed, output
+
+
+# --- receiver ----------------------------------------------------------------
+
+class Receiver:
+    def __init__(self, scratch):
+        self.ready_file = os.path.join(scratch, "receiver.json")
+        self.log_path = os.path.join(scratch, "receiver.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            ["/usr/bin/python3", path_of("tests/gvisor/receiver_with_summary.py"),
+             "--ready-file", self.ready_file],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.ready_file):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.log.flush()
+                with open(self.log_path) as f:
+                    fail("the Pyroscope test receiver did not start:\n" + f.read())
+            time.sleep(0.05)
+        with open(self.ready_file) as f:
+            info = json.load(f)
+        self.url = info["url"]
+        self.control = "http://127.0.0.1:%d" % info["control_port"]
+
+    def get(self, what):
+        with urllib.request.urlopen(self.control + "/" + what, timeout=10) as r:
+            return json.load(r)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+# --- local output --------------------------------------------------------------
+
+def load_profile_module(scratch):
+    """profile_pb2 from proto/profile.proto, generated the receiver's way."""
+    out = os.path.join(scratch, "pb2")
+    os.makedirs(out, exist_ok=True)
+    subprocess.run(["protoc", "--proto_path=" + ROOT, "--python_out=" + out,
+                    os.path.join("proto", "profile.proto")], check=True)
+    sys.path.insert(0, out)
+    from proto import profile_pb2  # pylint: disable=import-outside-toplevel
+    return profile_pb2
+
+
+def local_profiles(output_dir, scratch):
+    """[(path, summary)] for every .pb.gz the collector wrote."""
+    profile_pb2 = load_profile_module(scratch)
+    result = []
+    for path in sorted(glob.glob(os.path.join(output_dir, "**", "*.pb.gz"),
+                                 recursive=True)):
+        profile = profile_pb2.Profile()
+        with gzip.open(path, "rb") as f:
+            profile.ParseFromString(f.read())
+        result.append((path, profile_summary.summarize(profile)))
+    return result
+
+
+# --- checks --------------------------------------------------------------------
+
+class Checks:
+    def __init__(self):
+        self.failures = 0
+
+    def expect(self, ok, what, detail=""):
+        log(("ok:   " if ok else "FAIL: ") + what +
+            ("" if ok or not detail else "\n      " + detail.replace("\n", "\n      ")))
+        if not ok:
+            self.failures += 1
+        return ok
+
+
+def pod_line(output, pattern):
+    m = re.search(r"^pod: " + pattern, output, re.M)
+    return m
+
+
+def lost_records(collector_log):
+    """Lost-record total as the collector reports it at exit (metrics text or
+    its final log line), or None when it reports nothing recognisable."""
+    totals = [int(v) for v in re.findall(
+        r"ringprof_ring_lost_records_total(?:\{[^}]*\})?\s+(\d+)", collector_log)]
+    if totals:
+        return sum(totals)
+    m = re.findall(r"\blost[_ ]records?[=: ]+(\d+)", collector_log)
+    if m:
+        return int(m[-1])
+    return None
+
+
+def check_profiles(checks, loads, by_service):
+    """by_service: {service: {"process_cpu": [summary], "memory": [summary]}}"""
+    for w in loads:
+        kinds = by_service.get(w.service, {})
+        for kind in ("process_cpu", "memory"):
+            summaries = kinds.get(kind, [])
+            if not checks.expect(summaries, "%s: %s profiles arrived (%d)"
+                                 % (w.service, kind, len(summaries)),
+                                 "got kinds: %s" % sorted(kinds)):
+                continue
+            frames = sum(s["frames"] for s in summaries)
+            unsym = sum(s["unsymbolized_frames"] for s in summaries)
+            log("      %s %s: %d samples' frames, %.1f%% unsymbolized"
+                % (w.service, kind, frames, 100.0 * unsym / max(frames, 1)))
+            for fn in w.hot_functions + ["main"]:
+                share = profile_summary.share(summaries, fn)
+                checks.expect(share > 0, "%s: %s symbolized in %s (inclusive %.1f%%)"
+                              % (w.service, fn, kind, 100 * share),
+                              top_functions(summaries))
+
+
+def top_functions(summaries, n=12):
+    merged = {}
+    total = sum(s["totals"][0] for s in summaries) or 1
+    for s in summaries:
+        for name, values in s["functions"].items():
+            merged[name] = merged.get(name, 0) + values[0]
+    top = sorted(merged.items(), key=lambda kv: -kv[1])[:n]
+    return "top functions (inclusive):\n" + "\n".join(
+        "%5.1f%%  %s" % (100.0 * v / total, name) for name, v in top)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mode", choices=["push", "local"], default="push")
+    ap.add_argument("--seconds", type=int, default=6,
+                    help="how long each workload runs")
+    args = ap.parse_args()
+
+    started = time.monotonic()
+    keep = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+    scratch = tempfile.mkdtemp(prefix="sidecar_e2e.", dir=os.environ.get("TEST_TMPDIR"))
+    state_dir = tempfile.mkdtemp(prefix="ringprof-runsc.", dir="/tmp")
+    receiver = None
+    try:
+        require_runsc(state_dir, scratch)
+        loads = workloads(args.seconds)
+        collector_argv = [path_of("collector/ringprof"), "collect",
+                          "--ring-dir", RING_DIR]
+        collector_env = {}
+        output_dir = os.path.join(scratch, "profiles")
+        if args.mode == "push":
+            receiver = Receiver(scratch)
+            log("receiver: %s (control %s)" % (receiver.url, receiver.control))
+            collector_env["PYROSCOPE_SERVER_ADDRESS"] = receiver.url
+        else:
+            os.makedirs(output_dir)
+            collector_argv += ["--output-dir", output_dir]
+
+        script = pod_script(scratch, collector_argv, collector_env, loads)
+        status, elapsed, output = run_pod(state_dir, scratch, script,
+                                          timeout_s=args.seconds + 90)
+        collector_log = ""
+        if os.path.exists(os.path.join(scratch, "collector.log")):
+            with open(os.path.join(scratch, "collector.log"), errors="replace") as f:
+                collector_log = f.read()
+        log("--- sandbox output (runsc exit %s, %.1f s) ---\n%s--- collector log "
+            "(last 30 lines) ---\n%s---" % (status, elapsed, output,
+                                            "\n".join(collector_log.splitlines()[-30:])))
+
+        checks = Checks()
+        checks.expect(status == 0, "the sandbox ran to completion (runsc exit %s)" % status)
+        checks.expect(pod_line(output, r"perf_event_open: unavailable errno=19 ENODEV"),
+                      "perf_event_open fails with ENODEV inside the sandbox")
+        for w in loads:
+            checks.expect(pod_line(output, r"workload %s exit=0$" % re.escape(w.service)),
+                          "workload %s ran with the emitter preloaded and exited 0"
+                          % w.service)
+        checks.expect(pod_line(output, r"collector exit=0$"),
+                      "collector sidecar drained and exited 0 on SIGTERM")
+        lost = lost_records(collector_log)
+        checks.expect(lost == 0, "no records lost in the rings (collector reports %s)"
+                      % ("nothing" if lost is None else lost))
+
+        by_service = {}
+        if args.mode == "push":
+            accepted = receiver.get("accepted")
+            rejected = receiver.get("rejected")
+            checks.expect(not rejected, "receiver rejected no upload (%d rejected, "
+                          "%d accepted)" % (len(rejected), len(accepted)),
+                          json.dumps(rejected[:5], indent=1))
+            for entry in accepted:
+                labels = entry.get("labels", {})
+                by_service.setdefault(labels.get("service_name"), {}).setdefault(
+                    labels.get("__name__"), []).append(entry["summary"])
+            log("receiver accepted: " + ", ".join(
+                "%s/%s x%d" % (svc, kind, len(v))
+                for svc, kinds in sorted(by_service.items(), key=str)
+                for kind, v in sorted(kinds.items())))
+        else:
+            for path, summary in local_profiles(output_dir, scratch):
+                service = next((w.service for w in loads if w.service in path), None)
+                kind = ("process_cpu" if any(t.startswith("cpu:")
+                                             for t in summary["sample_types"])
+                        else "memory")
+                by_service.setdefault(service, {}).setdefault(kind, []).append(summary)
+            log("local profiles: " + ", ".join(
+                "%s/%s x%d" % (svc, kind, len(v))
+                for svc, kinds in sorted(by_service.items(), key=str)
+                for kind, v in sorted(kinds.items())))
+        check_profiles(checks, loads, by_service)
+
+        total = time.monotonic() - started
+        checks.expect(total < TIME_BOUND_S, "finished within %.0f s (%.1f s total, "
+                      "%.1f s in the sandbox)" % (TIME_BOUND_S, total, elapsed))
+        if checks.failures:
+            log("%d check(s) failed; outputs in %s" % (checks.failures, keep or scratch))
+            return 1
+        log("PASS: gVisor sidecar end-to-end (%s mode)" % args.mode)
+        return 0
+    finally:
+        if receiver:
+            receiver.stop()
+        if keep:
+            for name in ("pod.sh", "pod.out", "collector.log", "receiver.log") + tuple(
+                    "%s.out" % w.service for w in workloads(0)):
+                src = os.path.join(scratch, name)
+                if os.path.exists(src):
+                    shutil.copy(src, os.path.join(keep, name))
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
