@@ -1,17 +1,26 @@
 #include "collector/symbolizer.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -78,6 +87,8 @@ ProgramFacts RunProgram() {
 class SymbolizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // Debian's profile.d may set it; only the debuginfod tests want one.
+    unsetenv("DEBUGINFOD_URLS");
     facts_ = RunProgram();
     build_id_ = ReadFile(DataPath("symbolizer_test_program.build_id"));
     while (!build_id_.empty() && build_id_.back() == '\n') build_id_.pop_back();
@@ -88,7 +99,10 @@ class SymbolizerTest : public ::testing::Test {
     scratch_ = pattern;
   }
 
-  void TearDown() override { fs::remove_all(scratch_); }
+  void TearDown() override {
+    unsetenv("DEBUGINFOD_URLS");
+    fs::remove_all(scratch_);
+  }
 
   ModuleInfo Module(const std::string& path) const {
     ModuleInfo module;
@@ -294,6 +308,158 @@ TEST_F(SymbolizerTest, ModulesWithoutBuildIdAreKeyedByPath) {
                                     AddressKind::kReturnAddress),
               IsEmpty());
   EXPECT_EQ(symbolizer->stats().modules_opened, 2u);
+}
+
+// A minimal debuginfod: serves GET /buildid/<id>/<kind> from a map of
+// paths to files, one connection at a time, and records what was asked.
+class FakeDebuginfod {
+ public:
+  // URL path ("/buildid/<id>/debuginfo") -> file to serve.
+  using Files = std::map<std::string, std::string>;
+
+  explicit FakeDebuginfod(Files files) : files_(std::move(files)) {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof(address);
+    if (bind(listener_, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+        listen(listener_, 8) != 0 ||
+        getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) !=
+            0) {
+      ADD_FAILURE() << "cannot listen on loopback: " << strerror(errno);
+      return;
+    }
+    url_ = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+    server_ = std::thread([this] { Serve(); });
+  }
+
+  FakeDebuginfod(const FakeDebuginfod&) = delete;
+  FakeDebuginfod& operator=(const FakeDebuginfod&) = delete;
+
+  ~FakeDebuginfod() {
+    shutdown(listener_, SHUT_RDWR);
+    if (server_.joinable()) server_.join();
+    close(listener_);
+  }
+
+  const std::string& url() const { return url_; }
+
+  std::vector<std::string> requests() {
+    absl::MutexLock lock(&mutex_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    for (;;) {
+      int connection = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (connection < 0) return;  // shut down
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = read(connection, buffer, sizeof(buffer));
+        if (n <= 0) break;
+        request.append(buffer, static_cast<size_t>(n));
+      }
+      std::istringstream line(request);
+      std::string method, path;
+      line >> method >> path;
+      {
+        absl::MutexLock lock(&mutex_);
+        requests_.push_back(method + " " + path);
+      }
+      auto file = files_.find(path);
+      std::string body =
+          file != files_.end() ? ReadFile(file->second) : std::string();
+      std::string head =
+          file != files_.end()
+              ? "HTTP/1.1 200 OK\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n"
+              : "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n";
+      head += "Connection: close\r\n\r\n";
+      if (method == "HEAD") body.clear();
+      std::string response = head + body;
+      for (size_t sent = 0; sent < response.size();) {
+        ssize_t n =
+            write(connection, response.data() + sent, response.size() - sent);
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+      }
+      close(connection);
+    }
+  }
+
+  const std::map<std::string, std::string> files_;
+  int listener_ = -1;
+  std::string url_;
+  std::thread server_;
+  absl::Mutex mutex_;
+  std::vector<std::string> requests_ ABSL_GUARDED_BY(mutex_);
+};
+
+class SymbolizerDebuginfodTest : public SymbolizerTest {
+ protected:
+  void UseServer(const FakeDebuginfod& server) {
+    setenv("DEBUGINFOD_URLS", server.url().c_str(), 1);
+    setenv("DEBUGINFOD_CACHE_PATH", (scratch_ / "debuginfod").c_str(), 1);
+    setenv("DEBUGINFOD_TIMEOUT", "10", 1);
+  }
+  std::string DebuginfoPath() const {
+    return "/buildid/" + build_id_ + "/debuginfo";
+  }
+};
+
+TEST_F(SymbolizerDebuginfodTest, FetchesDebugInfoForAStrippedBinary) {
+  FakeDebuginfod server(FakeDebuginfod::Files{
+      {DebuginfoPath(), DataPath("symbolizer_test_program.debug")}});
+  UseServer(server);
+  auto symbolizer = Symbolizer::Create({});
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module(DataPath("stripped/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->stats().debuginfod_fetches, 1u);
+  EXPECT_THAT(server.requests(), ::testing::Contains("GET " + DebuginfoPath()));
+}
+
+TEST_F(SymbolizerDebuginfodTest, FetchesAMissingBinary) {
+  // Nothing on disk: the executable comes from the server.
+  FakeDebuginfod server(
+      FakeDebuginfod::Files{{"/buildid/" + build_id_ + "/executable",
+                             DataPath("symbolizer_test_program")}});
+  UseServer(server);
+  auto symbolizer = Symbolizer::Create({});
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module("/nonexistent/ringprof/symbolizer_test_program"),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->stats().debuginfod_fetches, 1u);
+}
+
+TEST_F(SymbolizerDebuginfodTest, RejectsAServedFileWithAnotherBuildId) {
+  FakeDebuginfod server(
+      FakeDebuginfod::Files{{DebuginfoPath(), "/proc/self/exe"}});
+  UseServer(server);
+  auto symbolizer = Symbolizer::Create({});
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_EQ(symbolizer->stats().debuginfod_fetches, 0u);
+  EXPECT_GE(symbolizer->stats().build_id_mismatches, 1u);
+}
+
+TEST_F(SymbolizerDebuginfodTest, DisabledMeansNoRequests) {
+  FakeDebuginfod server(FakeDebuginfod::Files{
+      {DebuginfoPath(), DataPath("symbolizer_test_program.debug")}});
+  UseServer(server);
+  SymbolizerOptions options;
+  options.use_debuginfod = false;
+  auto symbolizer = Symbolizer::Create(options);
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_THAT(server.requests(), IsEmpty());
 }
 
 }  // namespace
