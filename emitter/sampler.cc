@@ -111,7 +111,9 @@ SampleDecision OnCountdownExpired(SamplerState& state,
     }
   }
 
-  int64_t next = state.gap_left;
+  // Never more than T ahead, so that an allocation of T bytes or more always
+  // reaches the slow path and takes the exact branch above.
+  int64_t next = state.gap_left < mean ? state.gap_left : mean;
   if (timing_mode && state.check_bytes < next) next = state.check_bytes;
   state.countdown = state.armed = next;
   return decision;

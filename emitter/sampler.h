@@ -21,9 +21,10 @@
 // matters most, and the process over the remaining bytes is still Poisson.
 //
 // Cost. The fast path is one TLS subtract and a predicted branch
-// (CountdownExpired). The countdown reaches zero at the next process point
-// or, in timing mode, after the thread's check interval, whichever comes
-// first; the slow path (OnCountdownExpired) sorts out which.
+// (CountdownExpired). The countdown is armed with the smallest of: the gap
+// to the next process point, T (so that every allocation of T bytes or more
+// reaches the slow path), and in timing mode the thread's check interval;
+// the slow path (OnCountdownExpired) sorts out which one expired.
 //
 // Timing samples. The collector estimates where CPU time goes by picking,
 // per 10 ms tick, the sample closest in time (Pyro Caml's tick picking). With

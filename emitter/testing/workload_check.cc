@@ -1,0 +1,602 @@
+// Runs one workload of examples/workloads with libringprof.so preloaded,
+// reads every ring file it left, and checks the profile against what the
+// workload says it did. Self-contained (its own ELF symbol lookup) so that
+// it can run unchanged inside a gVisor sandbox, where the ring files live.
+//
+// Usage: workload_check <scenario> <libringprof.so> <workload> [arg...]
+//   scenario: storm | fork | dlopen | nofp
+// Prints one `PASS`/`FAIL` line per check; exits 0 iff every check passed.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "ringfile/format.h"
+#include "ringfile/reader.h"
+#include "ringfile/test_util.h"
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+using ringfile::RecordType;
+
+int g_failures = 0;
+
+void Check(bool ok, const std::string& name, const std::string& detail) {
+  printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.c_str());
+  if (!ok) ++g_failures;
+}
+
+// ---------------------------------------------------------------------------
+// Running the workload.
+
+struct RunResult {
+  bool finished = false;  // exited within the deadline
+  int exit_code = -1;
+  std::string output;
+};
+
+RunResult RunWorkload(const std::vector<std::string>& argv,
+                      const std::vector<std::string>& env, int timeout_s) {
+  RunResult result;
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return result;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    for (const std::string& kv : env) putenv(strdup(kv.c_str()));
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(strdup(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+  const time_t deadline = time(nullptr) + timeout_s;
+  int status = 0;
+  bool exited = false;
+  while (true) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(pipe_fds[0], buf, sizeof(buf))) > 0) {
+      result.output.append(buf, n);
+    }
+    if (exited) break;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      continue;  // drain the pipe once more
+    }
+    if (time(nullptr) > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      close(pipe_fds[0]);
+      return result;
+    }
+    usleep(20 * 1000);
+  }
+  close(pipe_fds[0]);
+  result.finished = true;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return result;
+}
+
+// `key value` lines of the workload's report.
+std::multimap<std::string, std::string> ParseReport(const std::string& text) {
+  std::multimap<std::string, std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.find(' ');
+    if (space == std::string::npos) continue;
+    lines.emplace(line.substr(0, space), line.substr(space + 1));
+  }
+  return lines;
+}
+
+// ---------------------------------------------------------------------------
+// Reading ring files.
+
+struct Sample {
+  ringfile::AllocSample head;
+  std::vector<uint64_t> frames;
+};
+struct Module {
+  ringfile::ModuleMap head;
+  std::string path;
+};
+struct RingContents {
+  std::string file;
+  ringfile::FileInfo info;
+  ringfile::PollStats stats;
+  std::vector<Sample> samples;
+  std::vector<Module> modules;
+  std::map<uint32_t, std::string> thread_names;
+  std::set<uint32_t> exited_threads;
+  bool process_ended = false;
+  int exit_status = -2;
+  uint64_t lost_samples = 0;
+};
+
+std::vector<RingContents> ReadRings(const std::string& dir) {
+  std::vector<RingContents> rings;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return rings;
+  while (dirent* entry = readdir(d)) {
+    const std::string name = entry->d_name;
+    if (!absl::EndsWith(name, ".ring")) continue;
+    RingContents ring;
+    ring.file = dir + "/" + name;
+    auto reader = ringfile::RingReader::Open(ring.file);
+    if (!reader.ok()) {
+      Check(false, "open " + name, std::string(reader.status().message()));
+      continue;
+    }
+    ring.info = (*reader)->info();
+    auto records = ringfile::testing::ReadAllRecords(ring.file, &ring.stats);
+    if (!records.ok()) {
+      Check(false, "read " + name, std::string(records.status().message()));
+      continue;
+    }
+    for (const auto& record : *records) {
+      const ringfile::RecordView view = record.view();
+      switch (view.type) {
+        case RecordType::kAllocSample: {
+          auto s = ringfile::DecodeAllocSample(view);
+          if (s.ok()) {
+            ring.samples.push_back(
+                {s->head,
+                 std::vector<uint64_t>(s->frames.begin(), s->frames.end())});
+          }
+          break;
+        }
+        case RecordType::kModuleMap: {
+          auto m = ringfile::DecodeModuleMap(view);
+          if (m.ok()) ring.modules.push_back({m->head, std::string(m->path)});
+          break;
+        }
+        case RecordType::kThreadName: {
+          auto t = ringfile::DecodeThreadName(view);
+          if (t.ok()) ring.thread_names[t->head.tid] = std::string(t->name);
+          break;
+        }
+        case RecordType::kThreadExit: {
+          auto t = ringfile::DecodeThreadExit(view);
+          if (t.ok()) ring.exited_threads.insert(t->tid);
+          break;
+        }
+        case RecordType::kProcessEnd: {
+          auto e = ringfile::DecodeProcessEnd(view);
+          if (e.ok()) {
+            ring.process_ended = true;
+            ring.exit_status = e->exit_status;
+          }
+          break;
+        }
+        case RecordType::kLostSamples: {
+          auto l = ringfile::DecodeLostSamples(view);
+          if (l.ok()) ring.lost_samples += l->samples;
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    rings.push_back(std::move(ring));
+  }
+  closedir(d);
+  return rings;
+}
+
+// ---------------------------------------------------------------------------
+// Symbolization: function symbols of an ELF file, by file virtual address.
+
+class ElfSymbols {
+ public:
+  explicit ElfSymbols(const std::string& path) {
+    elf_version(EV_CURRENT);
+    const int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+    Elf_Scn* section = nullptr;
+    while (elf != nullptr && (section = elf_nextscn(elf, section)) != nullptr) {
+      GElf_Shdr header;
+      if (gelf_getshdr(section, &header) == nullptr) continue;
+      if (header.sh_type != SHT_SYMTAB && header.sh_type != SHT_DYNSYM) {
+        continue;
+      }
+      Elf_Data* data = elf_getdata(section, nullptr);
+      const size_t count =
+          header.sh_entsize ? header.sh_size / header.sh_entsize : 0;
+      for (size_t i = 0; data != nullptr && i < count; ++i) {
+        GElf_Sym symbol;
+        if (gelf_getsym(data, static_cast<int>(i), &symbol) == nullptr)
+          continue;
+        if (GELF_ST_TYPE(symbol.st_info) != STT_FUNC || symbol.st_value == 0) {
+          continue;
+        }
+        const char* name = elf_strptr(elf, header.sh_link, symbol.st_name);
+        if (name != nullptr) {
+          symbols_.push_back({symbol.st_value, symbol.st_size, name});
+        }
+      }
+    }
+    if (elf != nullptr) elf_end(elf);
+    close(fd);
+    std::sort(
+        symbols_.begin(), symbols_.end(),
+        [](const Symbol& a, const Symbol& b) { return a.value < b.value; });
+  }
+
+  std::string Lookup(uint64_t vaddr) const {
+    auto it = std::upper_bound(
+        symbols_.begin(), symbols_.end(), vaddr,
+        [](uint64_t v, const Symbol& s) { return v < s.value; });
+    while (it != symbols_.begin()) {
+      --it;
+      if (vaddr < it->value + std::max<uint64_t>(it->size, 1)) return it->name;
+      if (it->size != 0) break;
+    }
+    return "";
+  }
+
+ private:
+  struct Symbol {
+    uint64_t value;
+    uint64_t size;
+    std::string name;
+  };
+  std::vector<Symbol> symbols_;
+};
+
+class Symbolizer {
+ public:
+  explicit Symbolizer(const RingContents& ring) : ring_(ring) {}
+
+  // "function@basename" or "?".
+  std::string Frame(uint64_t pc) {
+    const uint64_t address = pc - 1;
+    for (const Module& module : ring_.modules) {
+      if (address < module.head.start ||
+          address >= module.head.start + module.head.size) {
+        continue;
+      }
+      auto& symbols = cache_[module.path];
+      if (symbols == nullptr)
+        symbols = std::make_unique<ElfSymbols>(module.path);
+      const std::string base = module.path.substr(module.path.rfind('/') + 1);
+      return symbols->Lookup(address - module.head.load_bias) + "@" + base;
+    }
+    return "?";
+  }
+
+  std::vector<std::string> Stack(const Sample& sample) {
+    std::vector<std::string> names;
+    for (uint64_t pc : sample.frames) names.push_back(Frame(pc));
+    return names;
+  }
+
+ private:
+  const RingContents& ring_;
+  std::map<std::string, std::unique_ptr<ElfSymbols>> cache_;
+};
+
+// Index of the first frame whose function name contains `part`, or -1.
+int FindFrame(const std::vector<std::string>& stack, const std::string& part) {
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const std::string function = stack[i].substr(0, stack[i].rfind('@'));
+    if (absl::StrContains(function, part)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string Join(const std::vector<std::string>& stack) {
+  std::string out;
+  for (const std::string& s : stack)
+    absl::StrAppend(&out, out.empty() ? "" : " <- ", s);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Checks shared by the scenarios.
+
+const RingContents* RingOf(const std::vector<RingContents>& rings, int pid,
+                           const std::string& executable_suffix) {
+  for (const RingContents& ring : rings) {
+    if (static_cast<int>(ring.info.pid) == pid &&
+        absl::EndsWith(ring.info.executable, executable_suffix)) {
+      return &ring;
+    }
+  }
+  return nullptr;
+}
+
+// `ends`: false for the image a fork child had before exec, which stops
+// without exiting (the exec'd image writes a new file).
+void CheckRingBasics(const RingContents& ring, const std::string& what,
+                     bool ends = true) {
+  Check(ring.stats.lost == 0 && ring.stats.writer_dropped == 0,
+        what + " ring complete",
+        absl::StrCat("lost=", ring.stats.lost,
+                     " writer_dropped=", ring.stats.writer_dropped));
+  if (ends) {
+    Check(ring.process_ended && ring.exit_status == 0, what + " ProcessEnd",
+          absl::StrCat("ended=", ring.process_ended,
+                       " status=", ring.exit_status));
+  }
+  bool has_executable = false;
+  for (const Module& m : ring.modules) {
+    if (m.path == ring.info.executable && m.head.build_id_size > 0) {
+      has_executable = true;
+    }
+  }
+  Check(has_executable, what + " ModuleMap of the executable with build-id",
+        ring.info.executable);
+}
+
+// ---------------------------------------------------------------------------
+// Scenarios.
+
+void CheckStorm(const RunResult& run, const std::vector<RingContents>& rings,
+                int pid) {
+  const auto report = ParseReport(run.output);
+  const RingContents* ring = RingOf(rings, pid, "alloc_storm");
+  Check(ring != nullptr, "storm ring file", absl::StrCat("pid ", pid));
+  if (ring == nullptr) return;
+  CheckRingBasics(*ring, "storm");
+
+  std::set<uint32_t> workers;
+  for (auto [it, end] = report.equal_range("worker_tid"); it != end; ++it) {
+    workers.insert(static_cast<uint32_t>(std::stoul(it->second)));
+  }
+  Check(workers.size() == 64, "storm workers reported",
+        absl::StrCat(workers.size(), " threads"));
+
+  std::map<uint32_t, int> samples_per_tid;
+  uint64_t worker_weight = 0;
+  int timing_samples = 0;
+  for (const Sample& s : ring->samples) {
+    if (s.head.flags & ringfile::kSampleTimingOnly) {
+      ++timing_samples;
+      if (s.head.weight_bytes != 0) Check(false, "timing weight", "non-zero");
+      continue;
+    }
+    ++samples_per_tid[s.head.tid];
+    if (workers.count(s.head.tid)) worker_weight += s.head.weight_bytes;
+  }
+  int without_samples = 0, without_name = 0, without_exit = 0;
+  for (uint32_t tid : workers) {
+    if (samples_per_tid[tid] == 0) ++without_samples;
+    auto name = ring->thread_names.find(tid);
+    if (name == ring->thread_names.end() ||
+        !absl::StartsWith(name->second, "storm-")) {
+      ++without_name;
+    }
+    if (!ring->exited_threads.count(tid)) ++without_exit;
+  }
+  Check(without_samples == 0, "storm every thread sampled",
+        absl::StrCat(without_samples, " of ", workers.size(),
+                     " threads without allocation samples"));
+  Check(without_name == 0, "storm thread names",
+        absl::StrCat(without_name, " threads without a storm- name"));
+  Check(without_exit == 0, "storm thread exits",
+        absl::StrCat(without_exit, " threads without ThreadExit"));
+
+  auto requested = report.find("requested_bytes");
+  const double truth =
+      requested == report.end() ? 0 : std::stod(requested->second);
+  const double ratio = truth > 0 ? worker_weight / truth : 0;
+  Check(ratio > 0.9 && ratio < 1.1, "storm sum of weights within 10%",
+        absl::StrCat("estimated ", worker_weight, " / allocated ", truth, " = ",
+                     ratio, " (", ring->samples.size(), " samples, ",
+                     timing_samples, " timing-only, lost ", ring->lost_samples,
+                     ")"));
+
+  // Every API's landmark allocation, recorded exactly, from
+  // AllocateLandmarks called by main.
+  Symbolizer symbolizer(*ring);
+  for (auto [it, end] = report.equal_range("api"); it != end; ++it) {
+    const size_t space = it->second.find(' ');
+    const std::string api = it->second.substr(0, space);
+    const uint64_t size = std::stoull(it->second.substr(space + 1));
+    const Sample* found = nullptr;
+    for (const Sample& s : ring->samples) {
+      if (s.head.requested_size == size && s.head.weight_bytes == size) {
+        found = &s;
+      }
+    }
+    std::string detail = absl::StrCat("size ", size);
+    bool ok = found != nullptr;
+    if (found != nullptr) {
+      const auto stack = symbolizer.Stack(*found);
+      const int site = FindFrame(stack, "AllocateLandmarks");
+      const int main_frame = FindFrame(stack, "main");
+      ok = site >= 0 && main_frame > site &&
+           absl::StrContains(stack[0], "libringprof.so");
+      detail = Join(stack);
+    }
+    Check(ok, "storm interposed " + api, detail);
+  }
+}
+
+void CheckFork(const RunResult& run, const std::vector<RingContents>& rings) {
+  const auto report = ParseReport(run.output);
+  for (const char* kind : {"parent", "fork", "fork_exec", "spawn", "vfork"}) {
+    auto it = report.find(kind);
+    if (it == report.end()) {
+      Check(false, absl::StrCat("fork ", kind), "not reported");
+      continue;
+    }
+    const int pid = std::stoi(it->second);
+    int files = 0, with_blocks = 0;
+    for (const RingContents& ring : rings) {
+      if (static_cast<int>(ring.info.pid) != pid) continue;
+      ++files;
+      int blocks = 0;
+      for (const Sample& s : ring.samples) {
+        if (s.head.requested_size >= (1 << 20)) ++blocks;
+      }
+      if (blocks >= 4) ++with_blocks;
+      const bool pre_exec_image = std::string(kind) == "fork_exec" &&
+                                  !absl::EndsWith(ring.file, ".1.ring");
+      CheckRingBasics(ring, absl::StrCat(kind, " (", ring.file, ")"),
+                      !pre_exec_image);
+    }
+    // fork + exec leaves two files: the forked image's and the new one's.
+    const int expected = std::string(kind) == "fork_exec" ? 2 : 1;
+    Check(files == expected && with_blocks == expected,
+          absl::StrCat("fork ", kind, " ring files"),
+          absl::StrCat(files, " files for pid ", pid, ", ", with_blocks,
+                       " with the 4 recorded blocks; expected ", expected));
+  }
+}
+
+void CheckDlopen(const RunResult& run, const std::vector<RingContents>& rings,
+                 int pid) {
+  const RingContents* ring = RingOf(rings, pid, "dlopen_alloc");
+  Check(ring != nullptr, "dlopen ring file", absl::StrCat("pid ", pid));
+  if (ring == nullptr) return;
+  CheckRingBasics(*ring, "dlopen");
+  bool mapped = false;
+  for (const Module& m : ring->modules) {
+    if (absl::EndsWith(m.path, "libdlopen_payload.so") &&
+        m.head.build_id_size > 0) {
+      mapped = true;
+    }
+  }
+  Check(mapped, "dlopen ModuleMap of the loaded library", "");
+  Symbolizer symbolizer(*ring);
+  int good = 0, blocks = 0;
+  std::string example;
+  for (const Sample& s : ring->samples) {
+    if (s.head.requested_size < (1 << 20)) continue;
+    ++blocks;
+    const auto stack = symbolizer.Stack(s);
+    const int inner = FindFrame(stack, "PayloadBuildBuffers");
+    const int outer = FindFrame(stack, "PayloadAllocate");
+    const int main_frame = FindFrame(stack, "main");
+    if (inner >= 0 && outer > inner && main_frame > outer) ++good;
+    example = Join(stack);
+  }
+  Check(blocks == 8 && good == 8, "dlopen stacks through the library",
+        absl::StrCat(good, " of ", blocks, " blocks; e.g. ", example));
+}
+
+void CheckNofp(const RunResult& run, const std::vector<RingContents>& rings,
+               int pid) {
+  const RingContents* ring = RingOf(rings, pid, "nofp_map");
+  Check(ring != nullptr, "nofp ring file", absl::StrCat("pid ", pid));
+  if (ring == nullptr) return;
+  CheckRingBasics(*ring, "nofp");
+  Symbolizer symbolizer(*ring);
+  int in_build = 0, complete = 0, through_libstdcxx = 0;
+  std::string example, bad;
+  for (const Sample& s : ring->samples) {
+    const auto stack = symbolizer.Stack(s);
+    const int build = FindFrame(stack, "BuildIndex");
+    if (build < 0) continue;
+    ++in_build;
+    const int main_frame = FindFrame(stack, "main");
+    if (main_frame > build) {
+      ++complete;
+    } else {
+      bad = Join(stack);
+    }
+    for (int i = 0; i < build; ++i) {
+      if (absl::StrContains(stack[i], "libstdc++")) {
+        ++through_libstdcxx;
+        example = Join(stack);
+        break;
+      }
+    }
+  }
+  Check(in_build >= 20, "nofp samples in BuildIndex",
+        absl::StrCat(in_build, " of ", ring->samples.size()));
+  Check(complete == in_build, "nofp BuildIndex then main in every stack",
+        absl::StrCat(complete, " of ", in_build,
+                     bad.empty() ? "" : "; bad: ", bad));
+  Check(through_libstdcxx > 0, "nofp unwinds through libstdc++",
+        absl::StrCat(through_libstdcxx, " stacks; e.g. ", example));
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s storm|fork|dlopen|nofp LIB WORKLOAD [ARG...]\n",
+            argv[0]);
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  char lib[4096], workload[4096];
+  if (realpath(argv[2], lib) == nullptr ||
+      realpath(argv[3], workload) == nullptr) {
+    fprintf(stderr, "cannot resolve %s or %s\n", argv[2], argv[3]);
+    return 2;
+  }
+  std::vector<std::string> command = {workload};
+  for (int i = 4; i < argc; ++i) {
+    char resolved[4096];
+    command.push_back(realpath(argv[i], resolved) != nullptr ? resolved
+                                                             : argv[i]);
+  }
+  const char* tmp = getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/rings-",
+                                 scenario, "-", getpid());
+  std::vector<std::string> env = {
+      absl::StrCat("LD_PRELOAD=", lib),
+      absl::StrCat("RINGPROF_DIR=", dir),
+      // Room for every record of the run: the checks need a complete ring.
+      "RINGPROF_RING_KIB=65536",
+  };
+  const RunResult run = RunWorkload(command, env, 120);
+  Check(run.finished && run.exit_code == 0, scenario + " workload ran",
+        absl::StrCat("finished=", run.finished, " exit=", run.exit_code));
+  const std::vector<RingContents> rings = ReadRings(dir);
+  // The workload's pid: the ring whose executable is the workload (the
+  // first exec'd image for fork_exec's parent).
+  int pid = -1;
+  for (const RingContents& ring : rings) {
+    if (ring.info.executable == workload &&
+        (pid < 0 || static_cast<int>(ring.info.pid) < pid)) {
+      pid = static_cast<int>(ring.info.pid);
+    }
+  }
+  if (scenario == "storm") {
+    CheckStorm(run, rings, pid);
+  } else if (scenario == "fork") {
+    CheckFork(run, rings);
+  } else if (scenario == "dlopen") {
+    CheckDlopen(run, rings, pid);
+  } else if (scenario == "nofp") {
+    CheckNofp(run, rings, pid);
+  } else {
+    Check(false, "scenario", "unknown: " + scenario);
+  }
+  printf("%s: %d check(s) failed\n", scenario.c_str(), g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace emitter
+}  // namespace ringprof
+
+int main(int argc, char** argv) { return ringprof::emitter::Main(argc, argv); }
