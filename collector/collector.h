@@ -1,0 +1,92 @@
+// Collector: the ring-file-to-profile pipeline on two threads.
+//
+//   drain thread       RingDrainer: discover ring files, copy records out
+//                      every poll_interval, detect process ends, retention
+//        │ BatchQueue (bounded by records)
+//        ▼
+//   processing thread  one ProcessProfiler per process: tick picking,
+//                      allocation profiles, symbolization, pprof per window,
+//                      ProfileSink::Submit
+//
+// Stop() drains every ring once more, ends every process (each emits its
+// final partial window) and joins both threads; the caller then flushes the
+// sink.
+//
+// Thread-safety: Start/Stop from one thread; the counters from any thread.
+#ifndef RINGPROF_COLLECTOR_COLLECTOR_H_
+#define RINGPROF_COLLECTOR_COLLECTOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "collector/drained_batch.h"
+#include "collector/process_profiler.h"
+#include "collector/ring_drainer.h"
+#include "collector/sink.h"
+#include "collector/symbolizer.h"
+
+namespace ringprof {
+namespace collector {
+
+struct CollectorOptions {
+  DrainerOptions drainer;
+  ProcessProfilerOptions profiler;
+  // Records queued between the threads before the drainer pauses.
+  size_t max_queued_records = 256 * 1024;
+};
+
+// Totals over the processes that ended (for the final report).
+struct CollectorSummary {
+  uint64_t processes = 0;
+  ProcessStats totals;
+};
+
+class Collector {
+ public:
+  // `symbolizer` may be null; both must outlive the collector.
+  Collector(const CollectorOptions& options, Symbolizer* symbolizer,
+            ProfileSink* sink);
+  ~Collector();
+
+  // Fails (without starting anything) when the ring directory cannot be
+  // listed.
+  absl::Status Start();
+
+  // Idempotent. Returns after every process's last window was submitted.
+  void Stop();
+
+  uint64_t rings_opened() const;
+  uint64_t rings_ended() const;
+  CollectorSummary summary() const;
+
+ private:
+  void DrainLoop();
+  void ProcessLoop();
+  void Handle(DrainedBatch& batch);
+
+  const CollectorOptions options_;
+  Symbolizer* const symbolizer_;
+  ProfileSink* const sink_;
+  BatchQueue queue_;
+  std::unique_ptr<RingDrainer> drainer_;
+  std::thread drain_thread_;
+  std::thread process_thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> drain_done_{false};
+  bool started_ = false;
+
+  // Processing thread only.
+  std::map<uint32_t, std::unique_ptr<ProcessProfiler>> processes_;
+  mutable absl::Mutex summary_mu_;
+  CollectorSummary summary_ ABSL_GUARDED_BY(summary_mu_);
+};
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_COLLECTOR_H_

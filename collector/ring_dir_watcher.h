@@ -1,0 +1,52 @@
+// RingDirWatcher: finds ring files (`*.ring`, the emitter's naming) that
+// appear in a directory. Uses inotify when the kernel offers it and always
+// rescans the directory every `rescan_interval` as well, because inotify is
+// absent or incomplete on some file systems (gVisor's shared mounts, NFS).
+//
+// Thread-compatible: one thread (the drainer) owns it.
+#ifndef RINGPROF_COLLECTOR_RING_DIR_WATCHER_H_
+#define RINGPROF_COLLECTOR_RING_DIR_WATCHER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ringprof {
+namespace collector {
+
+class RingDirWatcher {
+ public:
+  // NotFound / PermissionDenied when `dir` cannot be listed.
+  static absl::StatusOr<std::unique_ptr<RingDirWatcher>> Create(
+      const std::string& dir, absl::Duration rescan_interval);
+  ~RingDirWatcher();
+
+  // Waits up to `timeout` for directory activity (returns early on an
+  // inotify event), then returns the paths of ring files not returned
+  // before.
+  std::vector<std::string> Wait(absl::Duration timeout);
+
+  // Forget `path` (deleted by retention), so a new file of that name is
+  // reported again.
+  void Forget(const std::string& path) { known_.erase(path); }
+
+  bool using_inotify() const { return inotify_fd_ >= 0; }
+
+ private:
+  RingDirWatcher(std::string dir, absl::Duration rescan_interval);
+  std::vector<std::string> Scan();
+
+  const std::string dir_;
+  const absl::Duration rescan_interval_;
+  int inotify_fd_ = -1;
+  absl::Time next_scan_ = absl::InfinitePast();
+  absl::flat_hash_set<std::string> known_;
+};
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_RING_DIR_WATCHER_H_
