@@ -1,0 +1,275 @@
+// ringdump: prints a ring file's header and records in readable form.
+//
+//   ringdump [--follow] [--max=N] [--quiet] FILE
+//
+// By default it takes a snapshot: it reads every committed record once,
+// treating the writer as gone (a record still being written counts as lost),
+// and exits. --follow keeps tailing, like `tail -f`, until the process marks
+// its end (or Ctrl-C). --max=N stops after N records; --quiet prints only the
+// header and the totals. Exit status: 0 ok, 1 usage, 2 the file is unreadable
+// or corrupt (the error is printed).
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "ringfile/format.h"
+#include "ringfile/reader.h"
+
+namespace ringprof {
+namespace ringfile {
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+
+std::string Quoted(absl::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      absl::StrAppend(&out, "\\", std::string(1, static_cast<char>(c)));
+    } else if (c < 0x20 || c >= 0x7f) {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string Frames(absl::Span<const uint64_t> frames) {
+  std::string out;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    absl::StrAppendFormat(&out, "\n    #%-3d 0x%016x", i, frames[i]);
+  }
+  return out;
+}
+
+std::string WallTime(int64_t realtime_ns) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ",
+                          absl::FromUnixNanos(realtime_ns),
+                          absl::UTCTimeZone());
+}
+
+class PrintingVisitor : public RecordVisitor {
+ public:
+  PrintingVisitor(const FileInfo& info, bool quiet)
+      : info_(info), quiet_(quiet) {}
+
+  void OnRecord(const RecordView& record) override {
+    ++count_;
+    if (quiet_) return;
+    printf("[ring %u #%" PRIu64 "] %s\n", record.ring, record.index,
+           Describe(record).c_str());
+  }
+
+  uint64_t count() const { return count_; }
+
+ private:
+  // "+seconds since the file was created" keeps lines short and comparable.
+  std::string Time(uint64_t monotonic_ns) const {
+    const int64_t delta = static_cast<int64_t>(monotonic_ns) -
+                          static_cast<int64_t>(info_.created_monotonic_ns);
+    return absl::StrFormat("%+.6fs", delta / 1e9);
+  }
+
+  template <typename T>
+  static std::string Bad(const absl::StatusOr<T>& decoded) {
+    return absl::StrCat("MALFORMED: ", decoded.status().message());
+  }
+
+  std::string Describe(const RecordView& record) const {
+    switch (record.type) {
+      case RecordType::kAllocSample: {
+        auto r = DecodeAllocSample(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat(
+            "%s AllocSample tid=%u size=%u weight=%u address=%#x frames=%u%s%s",
+            Time(r->head.monotonic_ns), r->head.tid, r->head.requested_size,
+            r->head.weight_bytes, r->head.address, r->head.frame_count,
+            (r->head.flags & kSampleTruncated) ? " truncated" : "",
+            Frames(r->frames));
+      }
+      case RecordType::kCpuSample: {
+        auto r = DecodeCpuSample(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat(
+            "%s CpuSample tid=%u period=%uns frames=%u%s%s",
+            Time(r->head.monotonic_ns), r->head.tid, r->head.cpu_period_ns,
+            r->head.frame_count,
+            (r->head.flags & kSampleTruncated) ? " truncated" : "",
+            Frames(r->frames));
+      }
+      case RecordType::kFreeSampled: {
+        auto r = DecodeFreeSampled(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat("%s FreeSampled tid=%u address=%#x",
+                               Time(r->monotonic_ns), r->tid, r->address);
+      }
+      case RecordType::kModuleMap: {
+        auto r = DecodeModuleMap(record);
+        if (!r.ok()) return Bad(r);
+        std::string build_id;
+        for (uint8_t byte : r->build_id) {
+          absl::StrAppendFormat(&build_id, "%02x", byte);
+        }
+        return absl::StrFormat(
+            "%s ModuleMap %#x-%#x offset=%#x bias=%#x build_id=%s path=%s",
+            Time(r->head.monotonic_ns), r->head.start,
+            r->head.start + r->head.size, r->head.file_offset,
+            r->head.load_bias, build_id.empty() ? "-" : build_id,
+            Quoted(r->path));
+      }
+      case RecordType::kModuleUnmap: {
+        auto r = DecodeModuleUnmap(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat("%s ModuleUnmap %#x-%#x", Time(r->monotonic_ns),
+                               r->start, r->start + r->size);
+      }
+      case RecordType::kThreadName: {
+        auto r = DecodeThreadName(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat("%s ThreadName tid=%u name=%s",
+                               Time(r->head.monotonic_ns), r->head.tid,
+                               Quoted(r->name));
+      }
+      case RecordType::kLabel: {
+        auto r = DecodeLabel(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat("%s Label %s=%s", Time(r->head.monotonic_ns),
+                               Quoted(r->key), Quoted(r->value));
+      }
+      case RecordType::kLostSamples: {
+        auto r = DecodeLostSamples(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat("%s LostSamples samples=%u weight=%u",
+                               Time(r->monotonic_ns), r->samples,
+                               r->weight_bytes);
+      }
+      case RecordType::kProcessEnd: {
+        auto r = DecodeProcessEnd(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat("%s ProcessEnd exit_status=%d",
+                               Time(r->monotonic_ns), r->exit_status);
+      }
+      case RecordType::kThreadExit: {
+        auto r = DecodeThreadExit(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat("%s ThreadExit tid=%u", Time(r->monotonic_ns),
+                               r->tid);
+      }
+    }
+    return absl::StrFormat("type %u (unknown)",
+                           static_cast<uint32_t>(record.type));
+  }
+
+  const FileInfo& info_;
+  const bool quiet_;
+  uint64_t count_ = 0;
+};
+
+void PrintHeader(const std::string& path, const FileInfo& info) {
+  printf("file           %s\n", path.c_str());
+  printf("version        %u\n", info.version);
+  printf("layout         %u rings x %u slots x %u bytes (%" PRIu64
+         " bytes, max payload %u)\n",
+         info.ring_count, info.slots_per_ring, info.slot_size, info.file_size,
+         info.slot_size - kSlotHeaderSize);
+  printf("pid            %u (start ticks %" PRIu64 ")\n", info.pid,
+         info.process_start_ticks);
+  printf("service        %s\n", Quoted(info.service_name).c_str());
+  printf("executable     %s\n", Quoted(info.executable).c_str());
+  printf("created        %s (monotonic %" PRIu64 " ns)\n",
+         WallTime(static_cast<int64_t>(info.created_realtime_ns)).c_str(),
+         info.created_monotonic_ns);
+  printf("\n");
+}
+
+int Usage() {
+  fprintf(stderr, "usage: ringdump [--follow] [--max=N] [--quiet] FILE\n");
+  return 1;
+}
+
+int Main(int argc, char** argv) {
+  bool follow = false, quiet = false;
+  uint64_t max_records = UINT64_MAX;
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--follow") {
+      follow = true;
+    } else if (arg == "--quiet") {
+      quiet = true;
+    } else if (absl::ConsumePrefix(&arg, "--max=")) {
+      if (!absl::SimpleAtoi(arg, &max_records)) return Usage();
+    } else if (arg == "--help" || arg == "-h") {
+      Usage();
+      return 0;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Usage();
+    } else if (path.empty()) {
+      path = std::string(arg);
+    } else {
+      return Usage();
+    }
+  }
+  if (path.empty()) return Usage();
+
+  absl::StatusOr<std::unique_ptr<RingReader>> reader = RingReader::Open(path);
+  if (!reader.ok()) {
+    fprintf(stderr, "ringdump: %s\n", reader.status().ToString().c_str());
+    return 2;
+  }
+  const FileInfo& info = (*reader)->info();
+  PrintHeader(path, info);
+
+  signal(SIGINT, [](int) { g_interrupted = 1; });
+  PrintingVisitor visitor(info, quiet);
+  PollStats stats;
+  PollOptions options;
+  options.writer_dead = !follow;
+  absl::Status status;
+  while (!g_interrupted && visitor.count() < max_records) {
+    const uint64_t before = stats.delivered + stats.lost + stats.unknown_types;
+    options.max_records = static_cast<uint32_t>(
+        std::min<uint64_t>(max_records - visitor.count(), 1u << 16));
+    status = (*reader)->Poll(options, visitor, stats);
+    if (!status.ok() || (*reader)->Finished()) break;
+    const bool progressed =
+        stats.delivered + stats.lost + stats.unknown_types != before;
+    if (!progressed) {
+      if (!follow) break;
+      usleep(100'000);
+    }
+    fflush(stdout);
+  }
+  printf("\nrecords %" PRIu64 " delivered, %" PRIu64
+         " lost (lapped, torn or "
+         "unfinished), %" PRIu64 " dropped by the writer (too large), %" PRIu64
+         " of unknown type; process %s\n",
+         stats.delivered, stats.lost, stats.writer_dropped, stats.unknown_types,
+         (*reader)->Finished() ? "ended" : "not marked ended");
+  if (!status.ok()) {
+    fprintf(stderr, "ringdump: %s\n", status.ToString().c_str());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringfile
+}  // namespace ringprof
+
+int main(int argc, char** argv) { return ringprof::ringfile::Main(argc, argv); }
