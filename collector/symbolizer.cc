@@ -121,25 +121,59 @@ void CallSite(Dwarf_Die* inlined, Dwarf_Die* cudie, std::string* file,
   }
 }
 
-// libdebuginfod, loaded on first use with dlopen so the collector neither
-// links nor requires it (Debian: libdebuginfod1). Its client honours
-// DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH and DEBUGINFOD_TIMEOUT.
+// libdebuginfod's client API, loaded on first use with dlopen so the
+// collector neither links nor requires it (Debian: libdebuginfod1). Loaded
+// once per process and never unloaded: libcurl and the TLS libraries under
+// it do not unload cleanly. Null when the library is missing.
+struct DebuginfodApi {
+  using Client = void;
+  Client* (*begin)();
+  void (*end)(Client*);
+  int (*find_executable)(Client*, const unsigned char*, int, char**);
+  int (*find_debuginfo)(Client*, const unsigned char*, int, char**);
+};
+
+const DebuginfodApi* LoadDebuginfodApi() {
+  static const DebuginfodApi* const api = []() -> const DebuginfodApi* {
+    void* library = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return nullptr;
+    DebuginfodApi loaded;
+    loaded.begin = reinterpret_cast<decltype(loaded.begin)>(
+        dlsym(library, "debuginfod_begin"));
+    loaded.end = reinterpret_cast<decltype(loaded.end)>(
+        dlsym(library, "debuginfod_end"));
+    loaded.find_executable = reinterpret_cast<decltype(loaded.find_executable)>(
+        dlsym(library, "debuginfod_find_executable"));
+    loaded.find_debuginfo = reinterpret_cast<decltype(loaded.find_debuginfo)>(
+        dlsym(library, "debuginfod_find_debuginfo"));
+    if (loaded.begin == nullptr || loaded.end == nullptr ||
+        loaded.find_executable == nullptr || loaded.find_debuginfo == nullptr) {
+      return nullptr;
+    }
+    return new DebuginfodApi(loaded);
+  }();
+  return api;
+}
+
+// A debuginfod client, begun on the first lookup when DEBUGINFOD_URLS is
+// set. The client honours DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH and
+// DEBUGINFOD_TIMEOUT.
 class Debuginfod {
  public:
   Debuginfod() = default;
   Debuginfod(const Debuginfod&) = delete;
   Debuginfod& operator=(const Debuginfod&) = delete;
   ~Debuginfod() {
-    if (client_ != nullptr) end_(client_);
-    if (library_ != nullptr) dlclose(library_);
+    if (client_ != nullptr) api_->end(client_);
   }
 
   enum class Kind { kExecutable, kDebuginfo };
 
   // Path of the cached download for `build_id_hex`, or empty.
   std::string Find(Kind kind, const std::string& build_id_hex) {
-    if (!Load()) return "";
-    auto find = kind == Kind::kExecutable ? find_executable_ : find_debuginfo_;
+    if (!Begin()) return "";
+    auto find = kind == Kind::kExecutable ? api_->find_executable
+                                          : api_->find_debuginfo;
     char* path = nullptr;
     // A build_id_len of 0 means "build_id is a hex string".
     int fd = find(client_,
@@ -153,38 +187,19 @@ class Debuginfod {
   }
 
  private:
-  using Client = void;
-  using BeginFn = Client* (*)();
-  using EndFn = void (*)(Client*);
-  using FindFn = int (*)(Client*, const unsigned char*, int, char**);
-
-  bool Load() {
+  bool Begin() {
     if (tried_) return client_ != nullptr;
     tried_ = true;
     const char* urls = std::getenv("DEBUGINFOD_URLS");
     if (urls == nullptr || urls[0] == '\0') return false;
-    library_ = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (library_ == nullptr) return false;
-    auto begin = reinterpret_cast<BeginFn>(dlsym(library_, "debuginfod_begin"));
-    end_ = reinterpret_cast<EndFn>(dlsym(library_, "debuginfod_end"));
-    find_executable_ =
-        reinterpret_cast<FindFn>(dlsym(library_, "debuginfod_find_executable"));
-    find_debuginfo_ =
-        reinterpret_cast<FindFn>(dlsym(library_, "debuginfod_find_debuginfo"));
-    if (begin == nullptr || end_ == nullptr || find_executable_ == nullptr ||
-        find_debuginfo_ == nullptr) {
-      return false;
-    }
-    client_ = begin();
+    api_ = LoadDebuginfodApi();
+    if (api_ != nullptr) client_ = api_->begin();
     return client_ != nullptr;
   }
 
   bool tried_ = false;
-  void* library_ = nullptr;
-  Client* client_ = nullptr;
-  EndFn end_ = nullptr;
-  FindFn find_executable_ = nullptr;
-  FindFn find_debuginfo_ = nullptr;
+  const DebuginfodApi* api_ = nullptr;
+  DebuginfodApi::Client* client_ = nullptr;
 };
 
 class DwflSymbolizer;
