@@ -26,6 +26,11 @@
 namespace ringprof {
 namespace ringfile {
 
+// Shared-memory atomics must be lock-free (address-free): a lock would live
+// in one process only, and could be left held by a signal or a kill.
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "need lock-free");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "need lock-free");
+
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'P', 'R', 'O', 'F'};
 // Bumped on any change a version-1 reader cannot skip safely. Readers reject
 // files whose version they do not know (FORMAT.md, "Versioning").
