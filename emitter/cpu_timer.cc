@@ -286,12 +286,17 @@ int FindInterruptedFrame(const uint64_t* frames, int count, uintptr_t pc) {
 }
 
 void RecordSample(void* ucontext) {
+  // The weight is the CPU time since the previous sample, read from the
+  // clock rather than assumed: the weights then add up to the thread's CPU
+  // time even where the clock is coarse (gVisor's ticks every 10 ms) or an
+  // expiry was late. A zero delta is recorded as zero.
   const uint64_t cpu_now = ThreadCpuNs();
   uint64_t period_ns = static_cast<uint64_t>(g_period_ns);
-  if (cpu_now > t_timer.last_cpu_ns && t_timer.last_cpu_ns != 0) {
-    period_ns = cpu_now - t_timer.last_cpu_ns;
+  if (cpu_now != 0) {
+    period_ns =
+        cpu_now >= t_timer.last_cpu_ns ? cpu_now - t_timer.last_cpu_ns : 0;
+    t_timer.last_cpu_ns = cpu_now;
   }
-  if (cpu_now != 0) t_timer.last_cpu_ns = cpu_now;
 
   uint64_t frames[kMaxSampleFrames + kHandlerFrameSlack];
   int max_frames = MaxFrames();

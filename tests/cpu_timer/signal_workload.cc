@@ -39,6 +39,8 @@
 #include "tests/cpu_timer/fake_runtime.h"
 #endif
 
+extern "C" int __sigaction(int, const struct sigaction*, struct sigaction*);
+
 namespace {
 
 std::atomic<int> g_failures{0};
@@ -118,12 +120,13 @@ __attribute__((noinline)) void Spin(int64_t cpu_ns) {
 
 // --- /proc inspection: what the sampler leaves behind ----------------------
 
-// Whether /proc/self/status says `signo` is caught (SigCgt).
-bool SignalCaught(int signo) {
+// Whether /proc/self/status says `signo` is caught (SigCgt): 1 or 0, or -1
+// when the kernel does not say (gVisor has no SigCgt line).
+int SignalCaught(int signo) {
   FILE* f = fopen("/proc/self/status", "r");
-  if (f == nullptr) return false;
+  if (f == nullptr) return -1;
   char line[256];
-  bool caught = false;
+  int caught = -1;
   while (fgets(line, sizeof(line), f) != nullptr) {
     if (strncmp(line, "SigCgt:", 7) == 0) {
       const unsigned long long mask = strtoull(line + 7, nullptr, 16);
@@ -132,6 +135,14 @@ bool SignalCaught(int signo) {
   }
   fclose(f);
   return caught;
+}
+
+// The disposition as the kernel has it (past the sampler's interposer,
+// which hides its own handler while it runs).
+bool DispositionIsDefault(int signo) {
+  struct sigaction current;
+  __sigaction(signo, nullptr, &current);
+  return current.sa_handler == SIG_DFL;
 }
 
 // POSIX timers of this process that notify `signo`; -1 when /proc/self/timers
@@ -171,10 +182,11 @@ ThreadSamples SamplesOf(pid_t tid) {
     }
     ++result.count;
     result.period_sum_ns += static_cast<int64_t>(sample->cpu_period_ns);
-    // Spin's body is small: the leaf pc lands within its first 512 bytes,
-    // or in ThreadCpuNs/clock_gettime called from it (then frame 1 or 2
-    // is the return address into Spin).
-    for (int f = 0; f < sample->frame_count && f < 4; ++f) {
+    // Spin is on the stack: as the leaf, below clock_gettime, or below the
+    // thread's SIGUSR1 handler (gVisor delivers timer signals together with
+    // other signals, at the sentry's entry points). Its body is small, so a
+    // pc inside it lies within its first 512 bytes.
+    for (int f = 0; f < sample->frame_count && f < 8; ++f) {
       if (sample->frames[f] >= spin && sample->frames[f] < spin + 512) {
         ++result.in_spin;
         break;
@@ -189,6 +201,7 @@ ThreadSamples SamplesOf(pid_t tid) {
 // samples' weights add up to its CPU time (in-process build only).
 void CheckSampled(const char* name, pid_t tid, int64_t cpu_ns) {
 #ifdef RINGPROF_IN_PROCESS
+  if (!ringprof::emitter::GetCpuTimerStats().running) return;  // HZ=0
   const int64_t period =
       static_cast<int64_t>(ringprof::emitter::GetCpuTimerStats().period_ns);
   const ThreadSamples s = SamplesOf(tid);
@@ -231,6 +244,7 @@ void CheckSampled(const char* name, pid_t tid, int64_t cpu_ns) {
 // all while their threads burn CPU so their timers fire often.
 
 std::atomic<int> g_usr1_received{0};
+int g_fd_signal = 0;
 void OnUsr1(int) { g_usr1_received.fetch_add(1); }
 
 void PipeTraffic(int64_t* reader_cpu, pid_t* reader_tid) {
@@ -332,7 +346,7 @@ int ScenarioSensitive() {
   sigfillset(&all);
   std::atomic<bool> stop_waiters{false};
   std::atomic<int> usr2_waited{0};
-  std::atomic<int> urg_read{0};
+  std::atomic<int> fd_signals_read{0};
   int signal_fd = -1;
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   std::thread sigwaiter = Spawn([&]() {
@@ -340,33 +354,44 @@ int ScenarioSensitive() {
     sigfillset(&wait_set);
     while (!stop_waiters.load()) {
       siginfo_t info;
-      const int signo = sigwaitinfo(&wait_set, &info);
+      const struct timespec timeout = {0, 100000000};
+      const int signo = sigtimedwait(&wait_set, &info, &timeout);
       if (signo < 0) {
-        if (errno != EINTR) return Fail("sigwaitinfo failed");
+        if (errno != EINTR && errno != EAGAIN) {
+          return Fail("sigtimedwait failed");
+        }
         continue;
       }
       if (signo != SIGUSR2)
-        return Fail("sigwaitinfo returned a foreign signal");
+        return Fail("sigtimedwait returned a foreign signal");
       usr2_waited.fetch_add(1);
       Spin(2000000);  // CPU between waits: the timer would fire here
     }
   });
-  sigset_t urg;
-  sigemptyset(&urg);
-  sigaddset(&urg, SIGURG);
-  signal_fd = signalfd(-1, &urg, SFD_CLOEXEC);
+  // A real-time signal rather than a default-ignored one such as SIGURG,
+  // which gVisor discards even while it is blocked.
+  g_fd_signal = SIGRTMIN + 2;
   std::thread fd_reader = Spawn([&]() {
+    // Made by the reading thread: gVisor ties a signalfd to its creator.
+    sigset_t fd_set;
+    sigemptyset(&fd_set);
+    sigaddset(&fd_set, g_fd_signal);
+    signal_fd = signalfd(-1, &fd_set, SFD_CLOEXEC);
+    if (signal_fd < 0) return Fail("signalfd failed");
     while (!stop_waiters.load()) {
+      struct pollfd ready = {signal_fd, POLLIN, 0};
+      if (poll(&ready, 1, 100) <= 0) continue;
       struct signalfd_siginfo info;
       const ssize_t n = read(signal_fd, &info, sizeof(info));
       if (n < 0) {
         if (errno != EINTR) return Fail("read from signalfd failed");
         continue;
       }
-      if (n != sizeof(info) || info.ssi_signo != SIGURG) {
+      if (n != sizeof(info) ||
+          static_cast<int>(info.ssi_signo) != g_fd_signal) {
         return Fail("signalfd returned a foreign signal");
       }
-      urg_read.fetch_add(1);
+      fd_signals_read.fetch_add(1);
       Spin(2000000);
     }
   });
@@ -384,24 +409,27 @@ int ScenarioSensitive() {
   std::thread poller = Spawn(
       [&]() { PollAndSleep(800000000, &poll_eintr, &sleep_eintr, &rounds); });
 
-  // SIGUSR1 to the spinner, SIGUSR2 to the sigwait thread, SIGURG to the
-  // signalfd thread, each acknowledged before the next.
+  // SIGUSR1 to the spinner, SIGUSR2 to the sigwait thread, SIGRTMIN+2 to
+  // the signalfd thread, each acknowledged before the next.
   constexpr int kSignals = 50;
   const pthread_t spinner_handle = spinner.native_handle();
   const int64_t deadline = MonotonicNs() + 10000000000;
   for (int i = 0; i < kSignals; ++i) {
     pthread_kill(spinner_handle, SIGUSR1);
     pthread_kill(sigwaiter.native_handle(), SIGUSR2);
-    pthread_kill(fd_reader.native_handle(), SIGURG);
+    pthread_kill(fd_reader.native_handle(), g_fd_signal);
     while ((g_usr1_received.load() <= i || usr2_waited.load() <= i ||
-            urg_read.load() <= i) &&
+            fd_signals_read.load() <= i) &&
            MonotonicNs() < deadline) {
       sched_yield();
     }
   }
+  Stat("usr1_handled", g_usr1_received.load());
+  Stat("usr2_sigwaited", usr2_waited.load());
+  Stat("signalfd_reads", fd_signals_read.load());
   if (g_usr1_received.load() != kSignals) Fail("SIGUSR1 deliveries lost");
   if (usr2_waited.load() != kSignals) Fail("sigwait missed SIGUSR2");
-  if (urg_read.load() != kSignals) Fail("signalfd missed SIGURG");
+  if (fd_signals_read.load() != kSignals) Fail("signalfd missed signals");
 
   int64_t reader_cpu = 0;
   pid_t reader_tid = 0;
@@ -409,7 +437,7 @@ int ScenarioSensitive() {
 
   stop_waiters.store(true);
   pthread_kill(sigwaiter.native_handle(), SIGUSR2);
-  pthread_kill(fd_reader.native_handle(), SIGURG);
+  pthread_kill(fd_reader.native_handle(), g_fd_signal);
   sigwaiter.join();
   fd_reader.join();
   close(signal_fd);
@@ -572,13 +600,27 @@ int ScenarioLeftovers() {
   Spin(50000000);
   Stat("caught_running", SignalCaught(signo));
   Stat("timers_running", TimersWithSignal(signo));
+  Stat("default_disposition_running", DispositionIsDefault(signo));
 #ifdef RINGPROF_IN_PROCESS
-  if (!SignalCaught(signo)) Fail("the sampler did not install its handler");
+  if (SignalCaught(signo) == 0 || DispositionIsDefault(signo)) {
+    Fail("the sampler did not install its handler");
+  }
   ringprof::emitter::CpuTimerShutdown();
   Stat("caught_after_shutdown", SignalCaught(signo));
   Stat("timers_after_shutdown", TimersWithSignal(signo));
-  if (SignalCaught(signo)) Fail("handler left after shutdown");
+  if (SignalCaught(signo) == 1) Fail("handler left after shutdown (SigCgt)");
+  if (!DispositionIsDefault(signo)) Fail("handler left after shutdown");
   if (TimersWithSignal(signo) > 0) Fail("timers left after shutdown");
+  // Where /proc/self/timers is missing (gVisor), a timer left behind would
+  // still show itself: catch the signal and burn CPU.
+  struct sigaction own;
+  memset(&own, 0, sizeof(own));
+  own.sa_sigaction = &OnOwnSignal;
+  own.sa_flags = SA_SIGINFO;
+  sigaction(signo, &own, nullptr);
+  Spin(100000000);
+  Stat("timer_signals_after_shutdown", g_own_handler_timer_calls.load());
+  if (g_own_handler_timer_calls.load() != 0) Fail("a timer still fires");
 #endif
   t.join();
   return g_failures.load() == 0 ? 0 : 1;
