@@ -78,8 +78,16 @@ void Collector::Handle(DrainedBatch& batch) {
   if (it == processes_.end()) return;
   ProcessProfiler& process = *it->second;
   if (batch.kind == DrainedBatch::Kind::kRecords) {
+    // Module maps first: samples in this batch may use them.
     for (const DrainedBatch::Record& record : batch.records) {
-      process.OnRecord(batch.view(record));
+      if (record.type == ringfile::RecordType::kModuleMap) {
+        process.OnRecord(batch.view(record));
+      }
+    }
+    for (const DrainedBatch::Record& record : batch.records) {
+      if (record.type != ringfile::RecordType::kModuleMap) {
+        process.OnRecord(batch.view(record));
+      }
     }
     if (batch.watermark_ns != 0) process.Advance(batch.watermark_ns);
     return;

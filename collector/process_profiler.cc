@@ -200,12 +200,12 @@ int ProcessProfiler::FindModule(uint64_t address) const {
   auto it = active_modules_.upper_bound(address);
   if (it == active_modules_.begin()) return -1;
   --it;
-  const ModuleInfo& m = modules_[it->second];
+  const Module& m = modules_[it->second];
   return address - m.start < m.size ? it->second : -1;
 }
 
 void ProcessProfiler::OnModuleMap(const ringfile::ModuleMapView& map) {
-  ModuleInfo module;
+  Module module;
   module.path = std::string(map.path);
   module.build_id_hex = HexBuildId(map.build_id);
   module.start = map.head.start;
@@ -213,6 +213,7 @@ void ProcessProfiler::OnModuleMap(const ringfile::ModuleMapView& map) {
   module.file_offset = map.head.file_offset;
   module.load_bias = map.head.load_bias;
   module.pid = info_.pid;
+  module.is_emitter = Basename(module.path) == "libringprof.so";
   active_modules_[module.start] = static_cast<int>(modules_.size());
   modules_.push_back(std::move(module));
   // Addresses seen before this mapping arrived may belong to it now.
@@ -314,8 +315,9 @@ PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
   // Return addresses point after the call; look up the call instruction.
   const uint64_t pc =
       location.exact_pc ? location.address : location.address - 1;
+  const int module_index = ModuleOf(index);
   const ModuleInfo* module =
-      location.module >= 0 ? &modules_[location.module] : nullptr;
+      module_index >= 0 ? &modules_[module_index] : nullptr;
   if (!location.symbolized) {
     location.symbolized = true;
     if (module != nullptr && symbolizer_ != nullptr) {
@@ -364,6 +366,16 @@ PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
   return id;
 }
 
+int ProcessProfiler::ModuleOf(uint32_t index) {
+  Location& location = locations_[index];
+  // The module's map record may have come after the first sample using it
+  // (records of different threads travel in different rings).
+  if (location.module < 0 && !location.symbolized) {
+    location.module = FindModule(location.address);
+  }
+  return location.module;
+}
+
 void ProcessProfiler::AppendStack(uint32_t stack, PprofBuilder& builder,
                                   absl::flat_hash_map<uint32_t, uint32_t>& memo,
                                   std::vector<PprofBuilder::LocationId>& out) {
@@ -377,8 +389,16 @@ void ProcessProfiler::AppendStack(uint32_t stack, PprofBuilder& builder,
     return;
   }
   const Stack& s = stacks_[stack];
-  for (uint32_t location : s.locations) {
-    out.push_back(BuilderLocation(location, builder, memo));
+  // The emitter's own frames (its malloc wrapper, sampler) at the leaf end
+  // say nothing about the program: the stack starts at malloc's caller.
+  size_t first = 0;
+  while (first + 1 < s.locations.size()) {
+    const int module = ModuleOf(s.locations[first]);
+    if (module < 0 || !modules_[module].is_emitter) break;
+    ++first;
+  }
+  for (size_t i = first; i < s.locations.size(); ++i) {
+    out.push_back(BuilderLocation(s.locations[i], builder, memo));
   }
   if (s.truncated)
     out.push_back(builder.InternSyntheticLocation("[truncated]"));

@@ -127,6 +127,8 @@ class ProcessProfiler {
                        bool truncated);
   uint32_t InternLocation(uint64_t address, bool exact_pc);
   int FindModule(uint64_t address) const;
+  // The location's module, resolved now if it was unknown when first seen.
+  int ModuleOf(uint32_t location);
   void OnModuleMap(const ringfile::ModuleMapView& map);
   void OnModuleUnmap(const ringfile::ModuleUnmap& unmap);
 
@@ -149,7 +151,10 @@ class ProcessProfiler {
   ProfileSink* const sink_;
   TickPicker picker_;
 
-  std::vector<ModuleInfo> modules_;
+  struct Module : ModuleInfo {
+    bool is_emitter = false;  // libringprof.so: trimmed from stack leaves
+  };
+  std::vector<Module> modules_;
   // Active modules by start address -> index into modules_.
   std::map<uint64_t, int> active_modules_;
   std::vector<Location> locations_;
