@@ -1,0 +1,165 @@
+// CaptureStack and the runtime services, linked directly (no LD_PRELOAD),
+// so that they run under ASan and TSan.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "emitter/runtime.h"
+#include "emitter/thread_state.h"
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+// The function containing `pc` (a return address), from the dynamic symbol
+// table (the test links with -rdynamic).
+const void* FunctionOf(uint64_t pc) {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0) return nullptr;
+  return info.dli_saddr;
+}
+
+struct Captured {
+  uint64_t frames[64];
+  int count = 0;
+  bool truncated = false;
+};
+
+extern "C" {
+__attribute__((noinline)) void RingprofTestInner(Captured* out, int max,
+                                                 int skip) {
+  out->count = CaptureStack(out->frames, max, skip, &out->truncated);
+  asm volatile("" ::: "memory");  // no tail call
+}
+__attribute__((noinline)) void RingprofTestMiddle(Captured* out, int max,
+                                                  int skip) {
+  RingprofTestInner(out, max, skip);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void RingprofTestOuter(Captured* out, int max,
+                                                 int skip) {
+  RingprofTestMiddle(out, max, skip);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) int RingprofTestRecurse(Captured* out, int depth) {
+  if (depth == 0) {
+    RingprofTestInner(out, 10, 0);
+    return 0;
+  }
+  const int result = RingprofTestRecurse(out, depth - 1) + 1;
+  asm volatile("" ::: "memory");
+  return result;
+}
+}
+
+TEST(CaptureStackTest, CallersInnermostFirst) {
+  Captured c;
+  RingprofTestOuter(&c, 64, 0);
+  ASSERT_GE(c.count, 4);
+  EXPECT_FALSE(c.truncated);
+  EXPECT_EQ(FunctionOf(c.frames[0]),
+            reinterpret_cast<const void*>(&RingprofTestInner));
+  EXPECT_EQ(FunctionOf(c.frames[1]),
+            reinterpret_cast<const void*>(&RingprofTestMiddle));
+  EXPECT_EQ(FunctionOf(c.frames[2]),
+            reinterpret_cast<const void*>(&RingprofTestOuter));
+}
+
+TEST(CaptureStackTest, SkipDropsInnermostFrames) {
+  Captured c;
+  RingprofTestOuter(&c, 64, 1);
+  ASSERT_GE(c.count, 2);
+  EXPECT_EQ(FunctionOf(c.frames[0]),
+            reinterpret_cast<const void*>(&RingprofTestMiddle));
+}
+
+TEST(CaptureStackTest, DeepStacksAreTruncatedAndFlagged) {
+  Captured c;
+  RingprofTestRecurse(&c, 40);
+  EXPECT_EQ(c.count, 10);
+  EXPECT_TRUE(c.truncated);
+  for (int i = 1; i < 10; ++i) {
+    EXPECT_EQ(FunctionOf(c.frames[i]),
+              reinterpret_cast<const void*>(&RingprofTestRecurse));
+  }
+}
+
+Captured g_from_signal;
+
+void OnSignal(int) { RingprofTestInner(&g_from_signal, 64, 0); }
+
+extern "C" __attribute__((noinline)) void RingprofTestRaise() {
+  raise(SIGUSR1);
+  asm volatile("" ::: "memory");
+}
+
+TEST(CaptureStackTest, UnwindsThroughASignalFrame) {
+  struct sigaction action = {};
+  action.sa_handler = OnSignal;
+  struct sigaction old;
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
+  RingprofTestRaise();
+  sigaction(SIGUSR1, &old, nullptr);
+  bool found = false;
+  for (int i = 0; i < g_from_signal.count; ++i) {
+    if (FunctionOf(g_from_signal.frames[i]) ==
+        reinterpret_cast<const void*>(&RingprofTestRaise)) {
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << g_from_signal.count << " frames";
+}
+
+TEST(CaptureStackTest, StopsWhenLeavingTheRecordedStack) {
+  Captured full;
+  RingprofTestOuter(&full, 64, 0);
+  // Pretend the thread's stack ends just above this frame: the unwinder
+  // must stop at the first frame whose CFA is beyond it.
+  int marker;
+  ThreadState saved = tls_thread_state;
+  tls_thread_state.stack_low = reinterpret_cast<uintptr_t>(&marker) - 65536;
+  tls_thread_state.stack_high = reinterpret_cast<uintptr_t>(&marker);
+  Captured bounded;
+  RingprofTestOuter(&bounded, 64, 0);
+  tls_thread_state = saved;
+  EXPECT_GE(bounded.count, 3);  // Inner, Middle, Outer are below `marker`
+  EXPECT_LT(bounded.count, full.count);
+}
+
+TEST(RuntimeTest, DisabledUntilASessionStarts) {
+  EXPECT_FALSE(Enabled());
+  const int payload = 1;
+  EXPECT_FALSE(AppendRecord(ringfile::RecordType::kLabel, &payload,
+                            sizeof(payload), nullptr, 0));
+}
+
+TEST(RuntimeTest, CurrentTidIsTheKernelTidOfEachThread) {
+  EXPECT_EQ(CurrentTid(), static_cast<uint32_t>(syscall(SYS_gettid)));
+  uint32_t other = 0, other_real = 0;
+  std::thread thread([&] {
+    other = CurrentTid();
+    other_real = static_cast<uint32_t>(syscall(SYS_gettid));
+  });
+  thread.join();
+  EXPECT_EQ(other, other_real);
+  EXPECT_NE(other, CurrentTid());
+}
+
+TEST(RuntimeTest, MonotonicClockAdvances) {
+  const uint64_t a = MonotonicNowNs();
+  usleep(1000);
+  const uint64_t b = MonotonicNowNs();
+  EXPECT_GE(b - a, 1000000u);
+}
+
+}  // namespace
+}  // namespace emitter
+}  // namespace ringprof
