@@ -4,7 +4,7 @@
 // it can run unchanged inside a gVisor sandbox, where the ring files live.
 //
 // Usage: workload_check <scenario> <libringprof.so> <workload> [arg...]
-//   scenario: storm | fork | dlopen | nofp
+//   scenario: storm | fork | dlopen | nofp | config
 // Prints one `PASS`/`FAIL` line per check; exits 0 iff every check passed.
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,15 +53,31 @@ struct RunResult {
   bool finished = false;  // exited within the deadline
   int exit_code = -1;
   std::string output;
+  std::string errors;  // stderr
 };
 
+std::string ReadFile(const std::string& path) {
+  std::string text;
+  FILE* f = fopen(path.c_str(), "r");
+  if (f == nullptr) return text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  fclose(f);
+  return text;
+}
+
 RunResult RunWorkload(const std::vector<std::string>& argv,
-                      const std::vector<std::string>& env, int timeout_s) {
+                      const std::vector<std::string>& env, int timeout_s,
+                      const std::string& stderr_path) {
   RunResult result;
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) return result;
   const pid_t pid = fork();
   if (pid == 0) {
+    const int err =
+        open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (err >= 0) dup2(err, STDERR_FILENO);
     dup2(pipe_fds[1], STDOUT_FILENO);
     close(pipe_fds[0]);
     close(pipe_fds[1]);
@@ -91,11 +108,13 @@ RunResult RunWorkload(const std::vector<std::string>& argv,
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       close(pipe_fds[0]);
+      result.errors = ReadFile(stderr_path);
       return result;
     }
     usleep(20 * 1000);
   }
   close(pipe_fds[0]);
+  result.errors = ReadFile(stderr_path);
   result.finished = true;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   return result;
@@ -539,6 +558,85 @@ void CheckNofp(const RunResult& run, const std::vector<RingContents>& rings,
         absl::StrCat(through_libstdcxx, " stacks; e.g. ", example));
 }
 
+int CountLines(const std::string& text, const std::string& prefix) {
+  int count = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) count += absl::StartsWith(line, prefix);
+  return count;
+}
+
+int CountRingFiles(const std::string& dir) {
+  int count = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* entry = readdir(d)) {
+      count += absl::EndsWith(entry->d_name, ".ring");
+    }
+    closedir(d);
+  }
+  return count;
+}
+
+// Configuration edge cases: each runs the workload (a small storm) once.
+void CheckConfig(const std::string& lib,
+                 const std::vector<std::string>& command,
+                 const std::string& base_dir) {
+  const std::string preload = absl::StrCat("LD_PRELOAD=", lib);
+  const std::string err = base_dir + "-stderr.txt";
+  {
+    // A directory that cannot hold files: the program runs on unaffected.
+    const RunResult run = RunWorkload(
+        command, {preload, "RINGPROF_DIR=/proc/self/fdinfo/rings"}, 60, err);
+    Check(run.finished && run.exit_code == 0, "config unwritable dir: runs",
+          absl::StrCat("exit=", run.exit_code));
+    Check(CountLines(run.errors, "ringprof: cannot create a ring file") == 1 &&
+              CountLines(run.errors, "ringprof:") == 1,
+          "config unwritable dir: one line on stderr", run.errors);
+  }
+  {
+    const std::string dir = base_dir + "-disabled";
+    const RunResult run = RunWorkload(
+        command, {preload, "RINGPROF_DIR=" + dir, "RINGPROF_DISABLE=1"}, 60,
+        err);
+    Check(run.finished && run.exit_code == 0 && run.errors.empty() &&
+              CountRingFiles(dir) == 0,
+          "config RINGPROF_DISABLE=1: no file, no output",
+          absl::StrCat("exit=", run.exit_code, " files=", CountRingFiles(dir),
+                       " stderr=", run.errors));
+  }
+  {
+    const std::string dir = base_dir + "-bad";
+    const RunResult run = RunWorkload(
+        command,
+        {preload, "RINGPROF_DIR=" + dir, "RINGPROF_SAMPLE_BYTES=lots",
+         "RINGPROF_MAX_FRAMES=0", "RINGPROF_FILE_MODE=0777"},
+        60, err);
+    Check(run.finished && run.exit_code == 0 && CountRingFiles(dir) == 1,
+          "config bad values: runs and profiles with defaults",
+          absl::StrCat("exit=", run.exit_code, " files=", CountRingFiles(dir)));
+    Check(CountLines(run.errors, "ringprof: ignoring RINGPROF_") == 3 &&
+              CountLines(run.errors, "ringprof:") == 3,
+          "config bad values: one line each", run.errors);
+  }
+  for (const char* mode : {"0600", "0640"}) {
+    const std::string dir = absl::StrCat(base_dir, "-mode", mode);
+    const RunResult run =
+        RunWorkload(command,
+                    {preload, "RINGPROF_DIR=" + dir,
+                     absl::StrCat("RINGPROF_FILE_MODE=", mode)},
+                    60, err);
+    const std::vector<RingContents> rings = ReadRings(dir);
+    struct stat st = {};
+    const bool ok = rings.size() == 1 &&
+                    stat(rings[0].file.c_str(), &st) == 0 &&
+                    (st.st_mode & 0777) == std::stoul(mode, nullptr, 8);
+    char actual[16];
+    snprintf(actual, sizeof(actual), "0%o", st.st_mode & 0777);
+    Check(run.exit_code == 0 && ok, absl::StrCat("config file mode ", mode),
+          absl::StrCat("files=", rings.size(), " mode=", actual));
+  }
+}
+
 int Main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: %s storm|fork|dlopen|nofp LIB WORKLOAD [ARG...]\n",
@@ -567,7 +665,12 @@ int Main(int argc, char** argv) {
       // Room for every record of the run: the checks need a complete ring.
       "RINGPROF_RING_KIB=65536",
   };
-  const RunResult run = RunWorkload(command, env, 120);
+  if (scenario == "config") {
+    CheckConfig(lib, command, dir);
+    printf("%s: %d check(s) failed\n", scenario.c_str(), g_failures);
+    return g_failures == 0 ? 0 : 1;
+  }
+  const RunResult run = RunWorkload(command, env, 120, dir + "-stderr.txt");
   Check(run.finished && run.exit_code == 0, scenario + " workload ran",
         absl::StrCat("finished=", run.finished, " exit=", run.exit_code));
   const std::vector<RingContents> rings = ReadRings(dir);

@@ -50,6 +50,7 @@ scenarios=(
   "fork ${workloads}/fork_exec"
   "dlopen ${workloads}/dlopen_alloc ${workloads}/libdlopen_payload.so"
   "nofp ${workloads}/nofp_map"
+  "config ${workloads}/alloc_storm 2 1 4"
 )
 for scenario in "${scenarios[@]}"; do
   read -r -a args <<<"${scenario}"
