@@ -232,9 +232,12 @@ void CheckSampled(const char* name, pid_t tid, int64_t cpu_ns) {
   }
 #endif
 #else
-  (void)name;
-  (void)tid;
-  (void)cpu_ns;
+  // Under LD_PRELOAD the test finds the samples in the ring file.
+  char stat[128];
+  snprintf(stat, sizeof(stat), "%s_tid", name);
+  Stat(stat, tid);
+  snprintf(stat, sizeof(stat), "%s_cpu_ns", name);
+  Stat(stat, cpu_ns);
 #endif
 }
 
@@ -544,6 +547,9 @@ int ScenarioThreads() {
   Stat("timers_after_churn", timers);
   // Only the main thread's timer may remain.
   if (timers > 1) Fail("exited threads left timers behind");
+  for (int index = 0; index < kWaves * kPerWave; index += kPerWave) {
+    Stat("long_thread_tid", tids[index]);
+  }
 #ifdef RINGPROF_IN_PROCESS
   const auto stats = ringprof::emitter::GetCpuTimerStats();
   Stat("threads_armed", static_cast<long long>(stats.threads_armed));
@@ -582,11 +588,24 @@ int ScenarioFork() {
   }
   int status = 0;
   waitpid(child, &status, 0);
-  busy.join();
   Stat("child_exit", WIFEXITED(status) ? WEXITSTATUS(status) : 100);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     Fail("the child was not sampled or left without timers");
   }
+  // And a child that execs this program again (under LD_PRELOAD the new
+  // image starts its own sampler; the test looks for its samples).
+  const pid_t exec_child = fork();
+  if (exec_child == 0) {
+    execl("/proc/self/exe", "signal_workload", "spin",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  waitpid(exec_child, &status, 0);
+  Stat("exec_child_pid", exec_child);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    Fail("the exec'd child failed");
+  }
+  busy.join();
   return g_failures.load() == 0 ? 0 : 1;
 }
 

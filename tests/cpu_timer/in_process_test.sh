@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs every scenario of the signal workload with the sampler linked in (fake
+# runtime; instrumented under --config=asan/tsan). Each scenario checks
+# itself (see signal_workload.cc); this driver adds the environment and the
+# stderr lines the sampler must print.
+set -uo pipefail
+workload=$1
+failures=0
+out=$(mktemp)
+err=$(mktemp)
+
+# scenario, expected stderr substring ("" for none), then env assignments.
+check() {
+  local scenario=$1 expect=$2
+  shift 2
+  if ! env "$@" timeout --kill-after=5 60 "${workload}" "${scenario}" \
+    >"${out}" 2>"${err}"; then
+    echo "FAIL: ${scenario} ($*): exit status $?"
+    cat "${out}" "${err}"
+    failures=$((failures + 1))
+    return
+  fi
+  if [[ -n ${expect} ]] && ! grep -qF -- "${expect}" "${err}"; then
+    echo "FAIL: ${scenario} ($*): stderr lacks '${expect}'"
+    cat "${err}"
+    failures=$((failures + 1))
+    return
+  fi
+  echo "ok: ${scenario} $* | $(grep '^stat' "${out}" | cut -d' ' -f2- | tr '\n' ',')"
+}
+
+check sensitive "" RINGPROF_CPU_HZ=100
+check sensitive "" RINGPROF_CPU_HZ=1000
+check sensitive "" RINGPROF_CPU_HZ=0
+check threads "" RINGPROF_CPU_HZ=100
+check fork "" RINGPROF_CPU_HZ=100
+check leftovers "" RINGPROF_CPU_HZ=100
+check leftovers "" RINGPROF_CPU_HZ=100 RINGPROF_CPU_SIGNAL=40
+check backoff "installs a handler for signal 60" RINGPROF_CPU_HZ=100
+check preinstalled "signal 60 is already handled" RINGPROF_CPU_HZ=100
+check leftovers "ignoring RINGPROF_CPU_HZ='fast'" RINGPROF_CPU_HZ=fast
+check leftovers "ignoring RINGPROF_CPU_SIGNAL='SIGUSR1'" \
+  RINGPROF_CPU_SIGNAL=SIGUSR1
+
+rm -f "${out}" "${err}"
+if ((failures > 0)); then
+  echo "${failures} scenario(s) failed"
+  exit 1
+fi
+echo "all scenarios passed"
