@@ -11,6 +11,11 @@ import re
 # (collector/README.md); anything else counts as a symbolized name.
 UNSYMBOLIZED_RE = re.compile(r"\+0x[0-9a-fA-F]+$")
 
+# Where every complete user-space stack ends: the process entry point or
+# glibc's thread start (clone3 on glibc >= 2.34, clone before).
+STACK_ROOTS = frozenset(["_start", "__libc_start_main", "__libc_start_call_main",
+                         "__clone", "__clone3", "clone", "clone3"])
+
 
 def summarize(profile):
     """Returns a JSON-friendly dict for one perftools.profiles.Profile:
@@ -21,6 +26,9 @@ def summarize(profile):
                   counted once per function however often it recurs
     frames:       number of frames over all samples
     unsymbolized_frames: frames whose innermost name looks like module+0x..
+    samples:      number of samples
+    rooted_samples: samples whose outermost frame is a STACK_ROOTS function,
+                  i.e. whose stack was unwound completely
     """
     strings = profile.string_table
     names = {f.id: strings[f.name] for f in profile.function}
@@ -33,7 +41,11 @@ def summarize(profile):
     functions = {}
     frames = 0
     unsymbolized = 0
+    rooted = 0
     for sample in profile.sample:
+        if sample.location_id and STACK_ROOTS.intersection(
+                location_names.get(sample.location_id[-1], [])):
+            rooted += 1
         seen = set()
         for location_id in sample.location_id:
             frames += 1
@@ -54,7 +66,17 @@ def summarize(profile):
         "functions": functions,
         "frames": frames,
         "unsymbolized_frames": unsymbolized,
+        "samples": len(profile.sample),
+        "rooted_samples": rooted,
     }
+
+
+def type_index(summaries, prefix):
+    """Index of the first sample type named prefix... ("alloc_space", "cpu")."""
+    for i, name in enumerate(summaries[0]["sample_types"]):
+        if name.startswith(prefix):
+            return i
+    raise KeyError("no sample type %s in %s" % (prefix, summaries[0]["sample_types"]))
 
 
 def share(summaries, function_substring, sample_type_index=0):
