@@ -279,7 +279,10 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
   if (!status.ok()) return status;
 
   const uint32_t max_payload = info_.slot_size - kSlotHeaderSize;
-  while (cursor.position < next_index && budget > 0) {
+  // Bounds the work of one call even when writers outpace us forever (each
+  // re-load of next_index above may extend the loop).
+  uint64_t slots_left = 2 * uint64_t{info_.slots_per_ring};
+  while (cursor.position < next_index && budget > 0 && slots_left-- > 0) {
     const uint64_t index = cursor.position;
     const uint8_t* slot_base = slot(ring, index);
     const auto* header = reinterpret_cast<const SlotHeader*>(slot_base);

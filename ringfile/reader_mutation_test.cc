@@ -23,7 +23,7 @@ using ::ringprof::ringfile::testing::TemplateRingFile;
 using ::ringprof::ringfile::testing::TempRingPath;
 using ::ringprof::ringfile::testing::WriteWholeFile;
 
-constexpr int kIterations = 4000;
+constexpr int kIterations = 3000;
 
 bool IsExpectedError(const absl::Status& status) {
   return status.code() == absl::StatusCode::kFailedPrecondition ||

@@ -335,6 +335,42 @@ TEST_F(RoundTripTest, IncrementalPollsAndFinished) {
   EXPECT_EQ(stats.lost, 0u);
 }
 
+// A visitor that appends two records for every one it reads: the writers
+// outpace the reader for as long as the poll runs.
+class OutpacingVisitor : public RecordVisitor {
+ public:
+  explicit OutpacingVisitor(RingWriter& writer) : writer_(writer) {}
+  void OnRecord(const RecordView&) override {
+    ++count;
+    ThreadExit record = {};
+    AppendFixed(writer_, RecordType::kThreadExit, record, 0);
+    AppendFixed(writer_, RecordType::kThreadExit, record, 0);
+  }
+  int count = 0;
+
+ private:
+  RingWriter& writer_;
+};
+
+TEST_F(RoundTripTest, PollIsBoundedWhenWritersOutpaceTheReader) {
+  ThreadExit record = {};
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_TRUE(AppendFixed(writer_, RecordType::kThreadExit, record, 0));
+  }
+  absl::StatusOr<std::unique_ptr<RingReader>> reader = RingReader::Open(path_);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  OutpacingVisitor visitor(writer_);
+  PollStats stats;
+  PollOptions options;
+  options.now_ns = 1;
+  options.max_records = UINT32_MAX;
+  ASSERT_TRUE((*reader)->Poll(options, visitor, stats).ok());
+  // At most 2 x 64 slots of ring 0 examined in one call.
+  EXPECT_GT(visitor.count, 0);
+  EXPECT_LE(stats.delivered + stats.lost, 2u * 64u);
+  EXPECT_FALSE((*reader)->Finished());
+}
+
 // A record whose writer took an index but never committed (stalled or died
 // mid-append) blocks its ring until stall_timeout_ns, then counts as lost.
 TEST_F(RoundTripTest, UncommittedSlotIsSkippedAfterTheStallTimeout) {
