@@ -13,9 +13,11 @@ err=$(mktemp)
 check() {
   local scenario=$1 expect=$2
   shift 2
-  if ! env "$@" timeout --kill-after=5 60 "${workload}" "${scenario}" \
-    >"${out}" 2>"${err}"; then
-    echo "FAIL: ${scenario} ($*): exit status $?"
+  env "$@" timeout --kill-after=5 60 "${workload}" "${scenario}" \
+    >"${out}" 2>"${err}"
+  local status=$?
+  if ((status != 0)); then
+    echo "FAIL: ${scenario} ($*): exit status ${status}"
     cat "${out}" "${err}"
     failures=$((failures + 1))
     return

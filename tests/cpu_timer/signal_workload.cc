@@ -102,7 +102,7 @@ std::thread Spawn(Fn fn) {
   });
 }
 
-volatile uint64_t g_sink;
+std::atomic<uint64_t> g_sink{0};
 
 // Pure computation for about `cpu_ns` of this thread's CPU time.
 __attribute__((noinline)) void Spin(int64_t cpu_ns) {
@@ -114,7 +114,7 @@ __attribute__((noinline)) void Spin(int64_t cpu_ns) {
       x ^= x >> 7;
       x ^= x << 17;
     }
-    g_sink = x;
+    g_sink.store(x, std::memory_order_relaxed);
   }
 }
 
