@@ -163,8 +163,6 @@ class MappedRingReader final : public RingReader {
   bool Finished() const override { return finished_; }
 
  private:
-  enum class SlotState { kDone, kWait };
-
   absl::Status DrainRing(uint32_t ring, const PollOptions& options,
                          uint64_t now_ns, uint32_t& budget,
                          RecordVisitor& visitor, PollStats& stats);
@@ -567,6 +565,10 @@ absl::StatusOr<std::unique_ptr<RingReader>> RingReader::Open(
   const int fd =
       open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
+    if (errno == ELOOP) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " is a symbolic link; ring files never are"));
+    }
     return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
   }
   auto fail = [fd](absl::Status status) {
