@@ -40,7 +40,7 @@ ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(5),
           "How often rings are drained.");
 ABSL_FLAG(absl::Duration, rescan_interval, absl::Seconds(1),
           "How often the ring directory is rescanned besides inotify.");
-ABSL_FLAG(absl::Duration, watermark_slack, absl::Milliseconds(100),
+ABSL_FLAG(absl::Duration, watermark_slack, absl::Milliseconds(250),
           "How far behind the newest data ticks are decided, so records "
           "committed late by other threads still count.");
 ABSL_FLAG(absl::Duration, liveness_interval, absl::Seconds(1),

@@ -47,7 +47,7 @@ struct DrainerOptions {
   std::string ring_dir;
   absl::Duration poll_interval = absl::Milliseconds(5);
   absl::Duration rescan_interval = absl::Seconds(1);
-  absl::Duration watermark_slack = absl::Milliseconds(100);
+  absl::Duration watermark_slack = absl::Milliseconds(250);
   absl::Duration liveness_interval = absl::Seconds(1);
   absl::Duration open_grace = absl::Seconds(5);
   bool keep_rings = false;

@@ -46,7 +46,7 @@ namespace collector {
 namespace {
 
 constexpr char kUsage[] =
-    "ringprof: continuous profiler for native programs (no perf_event_open "
+    "continuous profiler for native programs (no perf_event_open "
     "needed).\n\n"
     "  ringprof run [flags] -- CMD ARGS...   profile CMD; writes profiles "
     "and a flame graph\n"
