@@ -35,31 +35,51 @@ void* __libc_pvalloc(size_t size);
 
 namespace {
 
-inline void* Sampled(void* ptr, size_t size) {
-  if (__builtin_expect(ptr != nullptr, 1)) {
-    ringprof::emitter::OnAllocation(ptr, size);
-  }
+using ringprof::emitter::AllocationNeedsSample;
+using ringprof::emitter::SampleAllocation;
+
+// The rare path of every entry point: allocate, then record on success.
+// Inlined, so that the entry point itself (malloc, calloc, ...) is the
+// innermost frame of the recorded stack; the compiler shrink-wraps the
+// entry point's frame into this branch.
+template <typename Allocate>
+__attribute__((always_inline)) inline void* AllocateAndSample(
+    size_t size, Allocate allocate) {
+  void* ptr = allocate();
+  if (ptr != nullptr) SampleAllocation(ptr, size);
   return ptr;
 }
 
 }  // namespace
 
+// Each entry point: the countdown first, so that the common case ends in a
+// tail call to glibc (no frame, no work after the call).
 RINGPROF_EXPORT void* malloc(size_t size) {
-  return Sampled(__libc_malloc(size), size);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return __libc_malloc(size);
+  }
+  return AllocateAndSample(size, [size] { return __libc_malloc(size); });
 }
 
 RINGPROF_EXPORT void free(void* ptr) { __libc_free(ptr); }
 
 RINGPROF_EXPORT void* calloc(size_t count, size_t size) {
-  // On success count * size did not overflow.
-  return Sampled(__libc_calloc(count, size), count * size);
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes) ||
+      __builtin_expect(!AllocationNeedsSample(bytes), 1)) {
+    return __libc_calloc(count, size);
+  }
+  return AllocateAndSample(
+      bytes, [count, size] { return __libc_calloc(count, size); });
 }
 
 RINGPROF_EXPORT void* realloc(void* ptr, size_t size) {
-  void* result = __libc_realloc(ptr, size);
   // realloc(p, 0) frees p: not an allocation.
-  if (size == 0) return result;
-  return Sampled(result, size);
+  if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return __libc_realloc(ptr, size);
+  }
+  return AllocateAndSample(size,
+                           [ptr, size] { return __libc_realloc(ptr, size); });
 }
 
 RINGPROF_EXPORT void* reallocarray(void* ptr, size_t count, size_t size) {
@@ -77,25 +97,40 @@ RINGPROF_EXPORT int posix_memalign(void** result, size_t alignment,
       ((alignment / sizeof(void*)) & (alignment / sizeof(void*) - 1)) != 0) {
     return EINVAL;
   }
+  const bool sample = AllocationNeedsSample(size);
   void* ptr = __libc_memalign(alignment, size);
   if (ptr == nullptr) return ENOMEM;
   *result = ptr;
-  Sampled(ptr, size);
+  if (__builtin_expect(sample, 0)) SampleAllocation(ptr, size);
   return 0;
 }
 
 RINGPROF_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
-  return Sampled(__libc_memalign(alignment, size), size);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return __libc_memalign(alignment, size);
+  }
+  return AllocateAndSample(
+      size, [alignment, size] { return __libc_memalign(alignment, size); });
 }
 
 RINGPROF_EXPORT void* memalign(size_t alignment, size_t size) {
-  return Sampled(__libc_memalign(alignment, size), size);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return __libc_memalign(alignment, size);
+  }
+  return AllocateAndSample(
+      size, [alignment, size] { return __libc_memalign(alignment, size); });
 }
 
 RINGPROF_EXPORT void* valloc(size_t size) {
-  return Sampled(__libc_valloc(size), size);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return __libc_valloc(size);
+  }
+  return AllocateAndSample(size, [size] { return __libc_valloc(size); });
 }
 
 RINGPROF_EXPORT void* pvalloc(size_t size) {
-  return Sampled(__libc_pvalloc(size), size);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return __libc_pvalloc(size);
+  }
+  return AllocateAndSample(size, [size] { return __libc_pvalloc(size); });
 }

@@ -64,12 +64,20 @@ void EmitAllLocked() {
   }
 }
 
-bool KnownPc(uint64_t pc) {
+bool InRange(int m, uint64_t pc) {
+  const uint64_t range_end = g_range_end[m].load(std::memory_order_acquire);
+  return pc < range_end &&
+         pc >= g_range_start[m].load(std::memory_order_relaxed);
+}
+
+// `hint`: the entry that matched last; neighbouring frames are mostly in
+// the same object, so it is tried first.
+bool KnownPc(uint64_t pc, int& hint) {
+  if (hint >= 0 && InRange(hint, pc)) return true;
   const int end = g_module_end.load(std::memory_order_acquire);
   for (int m = 0; m < end; ++m) {
-    const uint64_t range_end = g_range_end[m].load(std::memory_order_acquire);
-    if (pc < range_end &&
-        pc >= g_range_start[m].load(std::memory_order_relaxed)) {
+    if (InRange(m, pc)) {
+      hint = m;
       return true;
     }
   }
@@ -244,13 +252,14 @@ void EmitAllModules() {
 }
 
 void NoteStackModules(const uint64_t* frames, int frame_count) {
+  int hint = -1;
   for (int i = 0; i < frame_count; ++i) {
     // A return address may sit just past its call's object: look up pc-1.
     const uint64_t pc = frames[i] - 1;
-    if (KnownPc(pc)) continue;
+    if (KnownPc(pc, hint)) continue;
     if (!TryLock()) return;
     dl_find_object found;
-    if (!KnownPc(pc) &&
+    if (!KnownPc(pc, hint) &&
         _dl_find_object(reinterpret_cast<void*>(pc), &found) == 0) {
       AddFoundObjectLocked(found);
     }

@@ -11,7 +11,9 @@
 // interval with weight = size, so a test at RINGPROF_SAMPLE_BYTES <= 1 MiB
 // must find each of them, which proves the API is interposed.
 //
-// Usage: alloc_storm [threads=16] [waves=4] [mib_per_thread=16]
+// Usage: alloc_storm [threads=16] [waves=4] [mib_per_thread=16] [landmarks=1]
+// (landmarks=0 skips them: the benchmark runs this under allocators that do
+// not provide all of them, e.g. jemalloc has no pvalloc.)
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -139,7 +141,7 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? atoi(argv[1]) : 16;
   const int waves = argc > 2 ? atoi(argv[2]) : 4;
   const uint64_t mib = argc > 3 ? strtoull(argv[3], nullptr, 10) : 16;
-  AllocateLandmarks();
+  if (argc <= 4 || atoi(argv[4]) != 0) AllocateLandmarks();
   for (int wave = 0; wave < waves; ++wave) {
     pthread_t ids[256];
     Worker workers[256];
