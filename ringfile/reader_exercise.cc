@@ -182,8 +182,12 @@ const std::string& TemplateRingFile() {
 }
 
 void WriteWholeFile(const std::string& path, absl::Span<const uint8_t> bytes) {
+  // A new file rather than O_TRUNC: ext4 flushes a file truncated to zero
+  // and rewritten when it is closed (auto_da_alloc), which would make every
+  // iteration wait for the disk.
+  unlink(path.c_str());
   const int fd =
-      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) abort();
   size_t done = 0;
   while (done < bytes.size()) {

@@ -33,7 +33,7 @@ ExerciseResult ExerciseRingFile(const std::string& path, int max_polls = 64);
 // bytes every call.
 const std::string& TemplateRingFile();
 
-// Writes `bytes` to `path` (created or truncated).
+// Writes `bytes` to `path` (replacing any file there).
 void WriteWholeFile(const std::string& path, absl::Span<const uint8_t> bytes);
 
 }  // namespace testing

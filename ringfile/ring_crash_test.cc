@@ -111,7 +111,11 @@ TEST(RingCrashTest, ReaderRecoversEveryCommittedRecordAfterSigkill) {
       mmap(nullptr, sizeof(Progress), PROT_READ | PROT_WRITE,
            MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(progress, MAP_FAILED);
-  std::mt19937_64 rng(::testing::UnitTest::GetInstance()->random_seed());
+  // A fresh seed each run (printed on failure): kill points differ run to
+  // run, and a failing one can be replayed.
+  const uint64_t seed = std::random_device()();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
   uint64_t total_delivered = 0, total_lost = 0, not_ready = 0;
 
   for (int iteration = 0; iteration < kIterations; ++iteration) {

@@ -43,7 +43,8 @@ class RingWriter {
   ~RingWriter();
 
   // Creates, sizes (posix_fallocate, so a full disk fails here and never
-  // later as SIGBUS), maps and initialises the file; writes `ready` last.
+  // later as SIGBUS), maps (MAP_POPULATE, so appends take no page faults)
+  // and initialises the file; writes `ready` last.
   // Returns 0 or an errno value; on failure nothing is left behind.
   int Create(const WriterOptions& options);
 
