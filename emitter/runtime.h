@@ -1,5 +1,6 @@
 // The emitter's internal services shared by its sample sources (allocation
-// sampler, CPU-timer sampler). Implemented in emitter/runtime.cc.
+// sampler, CPU-timer sampler). Implemented in emitter/runtime.cc, and
+// CaptureStack in emitter/stack_capture.cc.
 //
 // Every function here is async-signal-safe, allocation-free and lock-free,
 // and does nothing (returns false / 0) while the emitter is disabled.
@@ -27,7 +28,8 @@ uint32_t CurrentTid();
 uint64_t MonotonicNowNs();
 
 // Captures the calling thread's return addresses, innermost first, skipping
-// `skip` innermost frames of the emitter itself. Works through code built
+// `skip` innermost frames of the emitter itself (CaptureStack's own frame is
+// never included: skip = 0 makes its caller frames[0]). Works through code built
 // without frame pointers (DWARF CFI via libgcc's unwinder, which on glibc
 // >= 2.35 finds objects with _dl_find_object: no loader lock). Never reads
 // outside the thread's stack; also usable from a signal handler, where it
