@@ -19,6 +19,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -70,32 +71,38 @@ std::string BuildIdPath(absl::string_view dir, absl::string_view build_id_hex,
                       build_id_hex.substr(2), suffix);
 }
 
-std::string Demangle(const char* name) {
-  if (name == nullptr) return "";
+// Demangles an Itanium C++ ABI name into *out; false (and *out untouched)
+// when `name` is not mangled or the demangler cannot handle it.
+bool Demangle(const char* name, std::string* out) {
   int status = 0;
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || demangled == nullptr) return name;
-  std::string result(demangled);
+  if (status != 0 || demangled == nullptr) return false;
+  out->assign(demangled);
   std::free(demangled);
-  return result;
+  return true;
 }
 
 // The demangled linkage name of a subprogram or inlined-subroutine DIE,
-// following DW_AT_abstract_origin / DW_AT_specification; its plain DW_AT_name
-// when it has no linkage name (C functions, some templates).
-std::string DieFunctionName(Dwarf_Die* die) {
+// following DW_AT_abstract_origin / DW_AT_specification; *qualified says so.
+// Otherwise its plain DW_AT_name: C functions, and C++ functions with
+// internal linkage (anonymous namespaces, lambdas), for which GCC emits no
+// linkage name. A linkage name the GNU demangler rejects (some conversion
+// operator templates) also yields the plain name, unless there is none.
+std::string DieFunctionName(Dwarf_Die* die, bool* qualified) {
   Dwarf_Attribute attr;
   const char* linkage = nullptr;
   if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) != nullptr ||
       dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr) != nullptr) {
     linkage = dwarf_formstring(&attr);
   }
-  if (linkage != nullptr) return Demangle(linkage);
+  std::string name;
+  *qualified = linkage != nullptr && Demangle(linkage, &name);
+  if (*qualified) return name;
   if (dwarf_attr_integrate(die, DW_AT_name, &attr) != nullptr) {
-    const char* name = dwarf_formstring(&attr);
-    if (name != nullptr) return name;
+    const char* plain = dwarf_formstring(&attr);
+    if (plain != nullptr) return plain;
   }
-  return "";
+  return linkage != nullptr ? linkage : "";
 }
 
 // DW_AT_call_file / DW_AT_call_line of an inlined-subroutine DIE: where the
@@ -119,6 +126,102 @@ void CallSite(Dwarf_Die* inlined, Dwarf_Die* cudie, std::string* file,
     const char* name = dwarf_filesrc(files, value, nullptr, nullptr);
     if (name != nullptr) *file = name;
   }
+}
+
+// The address ranges of every function definition in one CU, sorted, so a
+// lookup finds its function by binary search instead of walking the CU
+// (whose top level holds thousands of type and declaration DIEs in C++).
+struct FunctionRange {
+  Dwarf_Addr low;   // inclusive
+  Dwarf_Addr high;  // exclusive
+  Dwarf_Die die;    // a DW_TAG_subprogram; valid while the Dwarf is open
+  Dwarf_Addr max_high_up_to_here;  // max `high` of this and earlier ranges
+};
+using CuFunctionIndex = std::vector<FunctionRange>;
+
+// Adds the ranges of the subprograms under `parent`, at any depth (local
+// classes and nested functions live inside other functions).
+void IndexFunctions(Dwarf_Die* parent, CuFunctionIndex* index) {
+  Dwarf_Die child;
+  if (dwarf_child(parent, &child) != 0) return;
+  do {
+    int tag = dwarf_tag(&child);
+    if (tag == DW_TAG_subprogram) {
+      Dwarf_Addr base = 0, low = 0, high = 0;
+      for (ptrdiff_t offset = 0;
+           (offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0;) {
+        if (low < high) index->push_back({low, high, child, 0});
+      }
+    }
+    if (dwarf_haschildren(&child) == 1) IndexFunctions(&child, index);
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+CuFunctionIndex BuildFunctionIndex(Dwarf_Die* cudie) {
+  CuFunctionIndex index;
+  IndexFunctions(cudie, &index);
+  std::sort(index.begin(), index.end(),
+            [](const FunctionRange& a, const FunctionRange& b) {
+              return a.low < b.low;
+            });
+  Dwarf_Addr max_high = 0;
+  for (FunctionRange& range : index) {
+    max_high = std::max(max_high, range.high);
+    range.max_high_up_to_here = max_high;
+  }
+  return index;
+}
+
+// The innermost indexed function containing `pc`, or null. Ranges overlap
+// only for nested functions, which start inside their parent, so the
+// containing range with the largest start is the innermost; the walk back
+// stops once no earlier range reaches pc (max_high_up_to_here).
+const FunctionRange* FindFunction(const CuFunctionIndex& index, Dwarf_Addr pc) {
+  auto it = std::upper_bound(index.begin(), index.end(), pc,
+                             [](Dwarf_Addr value, const FunctionRange& range) {
+                               return value < range.low;
+                             });
+  while (it != index.begin()) {
+    --it;
+    if (pc < it->high) return &*it;
+    if (it->max_high_up_to_here <= pc) break;
+  }
+  return nullptr;
+}
+
+// Appends to *path the DIEs under `parent` down to the innermost scope whose
+// address ranges contain `pc`: inlined subroutines and lexical blocks,
+// outermost first. Only containing subtrees are entered, so a lookup costs
+// the siblings along one path rather than the whole function.
+bool FindScopePath(Dwarf_Die* parent, Dwarf_Addr pc,
+                   std::vector<Dwarf_Die>* path) {
+  Dwarf_Die child;
+  if (dwarf_child(parent, &child) != 0) return false;
+  do {
+    switch (dwarf_tag(&child)) {
+      case DW_TAG_subprogram:
+      case DW_TAG_inlined_subroutine:
+      case DW_TAG_lexical_block:
+      case DW_TAG_try_block:
+      case DW_TAG_catch_block:
+        if (dwarf_haspc(&child, pc) == 1) {
+          path->push_back(child);
+          FindScopePath(&child, pc, path);
+          return true;
+        }
+        break;
+      case DW_TAG_namespace:
+      case DW_TAG_class_type:
+      case DW_TAG_structure_type:
+      case DW_TAG_union_type:
+      case DW_TAG_module:
+        if (FindScopePath(&child, pc, path)) return true;
+        break;
+      default:
+        break;
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
 }
 
 // libdebuginfod's client API, loaded on first use with dlopen so the
@@ -214,6 +317,8 @@ struct LoadedModule {
   Dwfl* dwfl = nullptr;      // null when no usable file was found
   Dwfl_Module* module = nullptr;
   absl::flat_hash_map<uint64_t, std::vector<SymbolizedFrame>> frames_by_address;
+  // Built on first use of each CU, keyed by the CU DIE's offset.
+  absl::flat_hash_map<Dwarf_Off, CuFunctionIndex> functions_by_cu;
 };
 
 class DwflSymbolizer final : public Symbolizer {
@@ -239,7 +344,7 @@ class DwflSymbolizer final : public Symbolizer {
     }
     std::vector<SymbolizedFrame> frames;
     if (loaded.module != nullptr && address >= module.load_bias) {
-      frames = Resolve(loaded.module, lookup);
+      frames = Resolve(loaded, lookup);
     }
     ++(frames.empty() ? stats_.addresses_unresolved
                       : stats_.addresses_resolved);
@@ -403,8 +508,9 @@ class DwflSymbolizer final : public Symbolizer {
 
   // DWARF first (inline chain with file:line), the ELF symbol table for
   // whatever DWARF does not name.
-  static std::vector<SymbolizedFrame> Resolve(Dwfl_Module* mod,
+  static std::vector<SymbolizedFrame> Resolve(LoadedModule& loaded,
                                               uint64_t address) {
+    Dwfl_Module* mod = loaded.module;
     std::vector<SymbolizedFrame> frames;
     std::string file;
     int64_t line = 0;
@@ -418,47 +524,49 @@ class DwflSymbolizer final : public Symbolizer {
 
     Dwarf_Addr bias = 0;
     Dwarf_Die* cudie = dwfl_module_addrdie(mod, address, &bias);
-    Dwarf_Die* scopes = nullptr;
-    int scope_count =
-        cudie != nullptr ? dwarf_getscopes(cudie, address - bias, &scopes) : 0;
-    // The innermost function-like scope; dwarf_getscopes_die then walks its
-    // lexical parents (an inlined instance's parents are its caller's
-    // scopes, which dwarf_getscopes itself does not guarantee).
-    Dwarf_Die* innermost = nullptr;
-    for (int i = 0; i < scope_count; ++i) {
-      int tag = dwarf_tag(&scopes[i]);
-      if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
-        innermost = &scopes[i];
-        break;
+    std::vector<Dwarf_Die> path;
+    if (cudie != nullptr) {
+      auto [it, inserted] =
+          loaded.functions_by_cu.try_emplace(dwarf_dieoffset(cudie));
+      if (inserted) it->second = BuildFunctionIndex(cudie);
+      const Dwarf_Addr pc = address - bias;
+      if (const FunctionRange* function = FindFunction(it->second, pc)) {
+        Dwarf_Die subprogram = function->die;
+        path.push_back(subprogram);
+        FindScopePath(&subprogram, pc, &path);
       }
     }
-    Dwarf_Die* chain = nullptr;
-    int chain_count =
-        innermost != nullptr ? dwarf_getscopes_die(innermost, &chain) : 0;
-    for (int i = 0; i < chain_count; ++i) {
-      int tag = dwarf_tag(&chain[i]);
+    bool physical_qualified = false;
+    // Innermost first: each inlined instance is at the line table's (or its
+    // callee's call-site) position, and tells where its caller called it.
+    for (auto scope = path.rbegin(); scope != path.rend(); ++scope) {
+      int tag = dwarf_tag(&*scope);
       if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) {
         continue;
       }
-      frames.push_back({DieFunctionName(&chain[i]), file, line});
+      frames.push_back(
+          {DieFunctionName(&*scope, &physical_qualified), file, line});
       if (tag == DW_TAG_subprogram) break;
-      CallSite(&chain[i], cudie, &file, &line);
+      CallSite(&*scope, cudie, &file, &line);
     }
-    std::free(chain);
-    std::free(scopes);
 
-    // No DWARF function (stripped, or a CU without subprograms): the symbol
-    // table names the physical function; keep the line table's answer.
-    if (frames.empty() || frames.back().function.empty()) {
+    // The symbol table names the physical function when DWARF does not
+    // (stripped, a CU without subprograms) or gives only a short name: local
+    // symbols keep their full mangled name ("ns::(anonymous namespace)::
+    // Helper()", lambdas). Inlined frames keep DWARF's short name.
+    if (frames.empty() || !physical_qualified) {
       GElf_Off offset = 0;
       GElf_Sym sym;
       const char* name = dwfl_module_addrinfo(mod, address, &offset, &sym,
                                               nullptr, nullptr, nullptr);
-      if (name != nullptr) {
+      std::string demangled;
+      if (name != nullptr && name[0] != '\0') {
         if (frames.empty()) {
-          frames.push_back({Demangle(name), file, line});
-        } else {
-          frames.back().function = Demangle(name);
+          if (!Demangle(name, &demangled)) demangled = name;  // C, Rust v0
+          frames.push_back({std::move(demangled), file, line});
+        } else if (Demangle(name, &demangled) ||
+                   frames.back().function.empty()) {
+          frames.back().function = demangled.empty() ? name : demangled;
         }
       }
     }

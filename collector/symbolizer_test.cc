@@ -1,12 +1,14 @@
 #include "collector/symbolizer.h"
 
 #include <arpa/inet.h>
+#include <link.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +22,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -36,6 +40,7 @@ using ::testing::SizeIs;
 
 constexpr char kDataDir[] = "collector/testdata/symbolizer/";
 constexpr char kSourceFile[] = "symbolizer_test_program.cc";
+constexpr char kLlvmSymbolizer[] = "/usr/lib/llvm-14/bin/llvm-symbolizer";
 
 std::string DataPath(const std::string& name) {
   return fs::absolute(fs::path(kDataDir) / name).string();
@@ -308,6 +313,164 @@ TEST_F(SymbolizerTest, ModulesWithoutBuildIdAreKeyedByPath) {
                                     AddressKind::kReturnAddress),
               IsEmpty());
   EXPECT_EQ(symbolizer->stats().modules_opened, 2u);
+}
+
+// LLVM's symbolizer, an independent DWARF reader, as referee over addresses
+// spread across this test's executable (gtest, gmock and libstdc++
+// templates: deep inlining). (elfutils' eu-addr2line is no referee: its
+// dwarf_getscopes drops inline chains that both LLVM and we report.)
+struct RefereeFrame {
+  std::string function;
+  int64_t line = 0;
+};
+
+std::map<uint64_t, std::vector<RefereeFrame>> RunLlvmSymbolizer(
+    const std::string& binary, const std::vector<uint64_t>& pcs,
+    const fs::path& scratch) {
+  fs::path input = scratch / "addresses.txt";
+  {
+    std::ofstream out(input);
+    for (uint64_t pc : pcs) out << "0x" << std::hex << pc << "\n";
+  }
+  std::string command = std::string(kLlvmSymbolizer) + " --obj='" + binary +
+                        "' --addresses --inlining --demangle < '" +
+                        input.string() + "'";
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::map<uint64_t, std::vector<RefereeFrame>> results;
+  if (pipe == nullptr) return results;
+  std::vector<std::string> lines;
+  std::string line;
+  char buffer[8192];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) {
+    line += buffer;
+    if (line.back() != '\n') continue;  // a name longer than the buffer
+    line.pop_back();
+    lines.push_back(line);
+    line.clear();
+  }
+  EXPECT_EQ(pclose(pipe), 0) << command;
+  std::vector<RefereeFrame>* current = nullptr;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    if (lines[i].rfind("0x", 0) == 0) {
+      current = &results[std::strtoull(lines[i].c_str(), nullptr, 16)];
+      continue;
+    }
+    if (current == nullptr || i + 1 >= lines.size()) break;
+    RefereeFrame frame;
+    frame.function = lines[i] == "??" ? "" : lines[i];
+    // "file:line:column" or "??:0:0"
+    std::vector<std::string> parts = absl::StrSplit(lines[++i], ':');
+    if (parts.size() >= 3) {
+      frame.line = std::strtoll(parts[parts.size() - 2].c_str(), nullptr, 10);
+    }
+    if (!frame.function.empty() || frame.line != 0) current->push_back(frame);
+  }
+  return results;
+}
+
+// Whether two names denote the same function. The GNU and LLVM demanglers
+// spell some things differently: "decltype(nullptr)" / "std::nullptr_t",
+// "operator< <T>" / "operator<<T>", "decltype (((x)))" / "decltype(x)",
+// lambdas, " [clone .cold]" / " (.cold)"; each gives up on a few names the
+// other handles (leaving them mangled). Where DWARF has no linkage name we
+// show the short DW_AT_name of inlined functions that LLVM qualifies.
+bool SameFunction(std::string ours, std::string theirs) {
+  if (ours == theirs) return true;
+  if (ours.rfind("_Z", 0) == 0 || theirs.rfind("_Z", 0) == 0) return true;
+  if (ours.find("lambda") != std::string::npos &&
+      theirs.find("lambda") != std::string::npos) {
+    return true;
+  }
+  if (ours.find('(') == std::string::npos) {
+    return theirs.find("::" + ours.substr(0, ours.find('<'))) !=
+           std::string::npos;
+  }
+  auto normalize = [](std::string name) {
+    size_t clone = std::min(name.find(" [clone "), name.find(" (."));
+    if (clone != std::string::npos) name.resize(clone);
+    name = absl::StrReplaceAll(name, {{"decltype(nullptr)", "std::nullptr_t"}});
+    name.erase(
+        std::remove_if(name.begin(), name.end(),
+                       [](char c) { return c == ' ' || c == '(' || c == ')'; }),
+        name.end());
+    return name;
+  };
+  return normalize(ours) == normalize(theirs);
+}
+
+int FindExecutableSegment(struct dl_phdr_info* info, size_t, void* data) {
+  auto* range = static_cast<std::pair<uint64_t, uint64_t>*>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
+    if (phdr.p_type == PT_LOAD && (phdr.p_flags & PF_X) != 0) {
+      *range = {phdr.p_vaddr, phdr.p_vaddr + phdr.p_memsz};
+      return 1;
+    }
+  }
+  return 1;  // the main program is reported first
+}
+
+TEST_F(SymbolizerTest, AgreesWithLlvmSymbolizerAcrossABinary) {
+  if (!fs::exists(kLlvmSymbolizer)) {
+    GTEST_SKIP() << kLlvmSymbolizer << " missing (Debian llvm-14; tools/setup)";
+  }
+  const std::string binary = fs::read_symlink("/proc/self/exe").string();
+  std::pair<uint64_t, uint64_t> text;
+  dl_iterate_phdr(FindExecutableSegment, &text);
+  ASSERT_LT(text.first, text.second);
+  constexpr int kAddresses = 1500;
+  std::vector<uint64_t> pcs;
+  for (int i = 0; i < kAddresses; ++i) {
+    pcs.push_back(text.first + (text.second - text.first) * i / kAddresses);
+  }
+  std::map<uint64_t, std::vector<RefereeFrame>> referee =
+      RunLlvmSymbolizer(binary, pcs, scratch_);
+  ASSERT_EQ(referee.size(), pcs.size());
+
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module;
+  module.path = binary;
+  module.load_bias = 0;  // file addresses, as given to llvm-symbolizer
+  int compared = 0;
+  int with_inlines = 0;
+  int mismatches = 0;
+  for (uint64_t pc : pcs) {
+    std::vector<SymbolizedFrame> ours =
+        symbolizer->Symbolize(module, pc, AddressKind::kInstruction);
+    const std::vector<RefereeFrame>& theirs = referee[pc];
+    // Without DWARF (PLT stubs, padding) LLVM names the nearest preceding
+    // symbol whatever its size; we respect symbol sizes. Compare the rest.
+    // Padding after a function has a line in the line table but no function
+    // (LLVM prints "??" with the line); we report nothing there.
+    if (theirs.size() == 1 &&
+        (theirs[0].line == 0 || theirs[0].function.empty())) {
+      continue;
+    }
+    ++compared;
+    with_inlines += theirs.size() > 1;
+    bool same = ours.size() == theirs.size();
+    for (size_t i = 0; same && i < ours.size(); ++i) {
+      same = ours[i].line == theirs[i].line &&
+             SameFunction(ours[i].function, theirs[i].function);
+    }
+    if (!same && ++mismatches <= 5) {
+      std::string detail;
+      for (const RefereeFrame& frame : theirs) {
+        detail +=
+            "\n  llvm: " + frame.function + " :" + std::to_string(frame.line);
+      }
+      for (const SymbolizedFrame& frame : ours) {
+        detail +=
+            "\n  ours: " + frame.function + " :" + std::to_string(frame.line);
+      }
+      ADD_FAILURE() << "at 0x" << std::hex << pc << detail;
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << compared;
+  EXPECT_GT(compared, kAddresses / 3);
+  EXPECT_GT(with_inlines, kAddresses / 20) << "the sweep should hit inlining";
 }
 
 // A minimal debuginfod: serves GET /buildid/<id>/<kind> from a map of
