@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "collector/shipping/codec.h"
 
 namespace ringprof {

@@ -269,6 +269,7 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
   }
 
   const UploadResult result = uploader_->Upload(*record, &abort_at_ns_);
+  const std::string what = Describe(*record);  // `record` may move below
   M().upload_seconds.Observe(static_cast<double>(result.duration_ns) / 1e9);
   switch (result.outcome) {
     case UploadResult::Outcome::kSent:
@@ -294,7 +295,7 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
     case UploadResult::Outcome::kRejected:
       M().failed.Add(1);
       log_.Log(LogLevel::kError, absl::StrCat("rejected-", result.http_status),
-               absl::StrCat("Pyroscope rejected a ", Describe(*record),
+               absl::StrCat("Pyroscope rejected a ", what,
                             " profile (", result.message,
                             "); dropped it. Check the server address, "
                             "credentials and tenant."));
@@ -314,7 +315,7 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
       std::max(Jittered(backoff_ms_), result.retry_after_ms);
   retry_at_ns_ = MonotonicNowNs() + delay_ms * kNsPerMs;
   const std::string message = absl::StrCat(
-      "upload of a ", Describe(*record), " profile failed (", result.message,
+      "upload of a ", what, " profile failed (", result.message,
       "); keeping ", backlog_->size(), " profiles in the ",
       backlog_->persistent() ? "spool" : "memory backlog", ", retrying in ",
       delay_ms, " ms");

@@ -372,6 +372,29 @@ def handle_ingest(state, headers, query, body):
                  received_ns=time.time_ns())]
 
 
+def request_id(headers, body):
+    """The first RawSample.ID of a binary push body, for fault records."""
+    if headers.get("Content-Type", "") != "application/proto":
+        return ""
+    try:
+        req = push_pb2.PushRequest()
+        req.ParseFromString(body)
+        return req.series[0].samples[0].ID
+    except Exception:  # pylint: disable=broad-except
+        return ""
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    """Clients that give up (timeouts) are expected: no tracebacks."""
+
+    allow_reuse_address = True
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
+            super().handle_error(request, client_address)
+
+
 class IngestHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pyroscope-receiver"
@@ -397,7 +420,9 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
                              fault.get("message", "injected fault"),
                              retry_after=fault.get("retry_after"))
             state.record("rejected", {"status": fault["status"], "fault": True,
-                                      "message": fault.get("message", "")})
+                                      "message": fault.get("message", ""),
+                                      "id": request_id(self.headers, body),
+                                      "received_ns": time.time_ns()})
             return
         url = urllib.parse.urlsplit(self.path)
         try:
@@ -410,7 +435,8 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
         except Rejection as r:
             status = 415 if r.code == "unsupported_media_type" else CONNECT_STATUS[r.code]
             state.record("rejected", {"status": status, "code": r.code,
-                                      "message": r.message, "path": url.path})
+                                      "message": r.message, "path": url.path,
+                                      "received_ns": time.time_ns()})
             if status == 415:
                 self.send_response(415)
                 self.send_header("Content-Length", "0")
@@ -516,10 +542,7 @@ class IngestServer:
                 self.httpd.server_close()
                 self.httpd = None
             elif not down and not self.httpd:
-                server_cls = http.server.ThreadingHTTPServer
-                server_cls.allow_reuse_address = True
-                server_cls.daemon_threads = True
-                httpd = server_cls((self.bind, self.port), IngestHandler)
+                httpd = QuietServer((self.bind, self.port), IngestHandler)
                 if self.ssl_context:
                     httpd.socket = self.ssl_context.wrap_socket(httpd.socket,
                                                                 server_side=True)
@@ -576,7 +599,18 @@ def main():
                     help="generate DIR/ca.pem and a server cert; serve https")
     ap.add_argument("--start-down", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--exit-with-parent", action="store_true",
+                    help="exit when the process that started us exits")
     args = ap.parse_args()
+
+    if args.exit_with_parent:
+        parent = os.getppid()
+
+        def watch_parent():
+            while os.getppid() == parent:
+                time.sleep(0.2)
+            os._exit(0)
+        threading.Thread(target=watch_parent, daemon=True).start()
 
     ssl_context = None
     if args.self_signed_tls:

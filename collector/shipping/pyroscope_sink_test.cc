@@ -1,0 +1,535 @@
+// PyroscopeSink against the local Pyroscope receiver
+// (tests/pyroscope_receiver), which enforces Pyroscope's ingestion rules.
+// Every wait is a poll of the receiver's or the sink's recorded state with a
+// deadline; nothing depends on sleeping "long enough".
+#include "collector/shipping/pyroscope_sink.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collector/metrics.h"
+#include "collector/shipping/testing/receiver_fixture.h"
+#include "collector/shipping/testing/synthetic_profiles.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace collector {
+namespace shipping {
+namespace {
+
+using testing::AcceptedProfile;
+using testing::AlignedWindowStartNs;
+using ::testing::AllOf;
+using ::testing::Contains;
+using testing::CountSpoolFiles;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::MakeTempDir;
+using testing::MakeWindowProfile;
+using ::testing::Not;
+using ::testing::Pair;
+using testing::Receiver;
+using testing::WaitFor;
+
+constexpr int64_t kSecond = 1000000000;
+constexpr int64_t kWaitMs = 20000;
+
+uint64_t CounterValue(const std::string& name) {
+  return Metrics::Get().GetCounter(name, "").value();
+}
+
+// Counter deltas over a test.
+class CounterDelta {
+ public:
+  explicit CounterDelta(std::string name)
+      : name_(std::move(name)), start_(CounterValue(name_)) {}
+  uint64_t operator()() const { return CounterValue(name_) - start_; }
+
+ private:
+  std::string name_;
+  uint64_t start_;
+};
+
+std::unique_ptr<Receiver> StartReceiver(
+    const std::vector<std::string>& args = {}) {
+  absl::StatusOr<std::unique_ptr<Receiver>> r = Receiver::Start(args);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? std::move(*r) : nullptr;
+}
+
+std::vector<AcceptedProfile> Accepted(Receiver& r) {
+  absl::StatusOr<std::vector<AcceptedProfile>> a = r.Accepted();
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? *a : std::vector<AcceptedProfile>{};
+}
+
+bool HasAccepted(Receiver& r, size_t n) { return Accepted(r).size() >= n; }
+
+PyroscopeSinkOptions BaseOptions(const std::string& url) {
+  PyroscopeSinkOptions o;
+  o.upload.server_url = url;
+  o.upload.timeout_ms = 5000;
+  o.initial_backoff_ms = 20;
+  o.max_backoff_ms = 200;
+  o.labels.tags = {{"env", "test"}};
+  o.labels.host_labels = {{"hostname", "testhost"}};
+  return o;
+}
+
+std::unique_ptr<PyroscopeSink> MakeSink(PyroscopeSinkOptions options) {
+  absl::StatusOr<std::unique_ptr<PyroscopeSink>> sink =
+      PyroscopeSink::Create(std::move(options));
+  EXPECT_TRUE(sink.ok()) << sink.status();
+  return sink.ok() ? std::move(*sink) : nullptr;
+}
+
+int64_t FlushDeadline(int64_t seconds) {
+  return MonotonicNowNs() + seconds * kSecond;
+}
+
+// The time_nanos of accepted profiles in arrival order.
+std::vector<int64_t> Times(const std::vector<AcceptedProfile>& accepted) {
+  std::vector<int64_t> t;
+  for (const auto& a : accepted) t.push_back(a.time_nanos);
+  return t;
+}
+
+// Windows [start + i*10s) for i in [0, n), oldest first.
+std::vector<int64_t> WindowStarts(int n) {
+  std::vector<int64_t> starts;
+  for (int i = n; i >= 1; --i) starts.push_back(AlignedWindowStartNs(i));
+  return starts;
+}
+
+void SubmitCpu(PyroscopeSink& sink, int64_t from, uint32_t pid = 100) {
+  sink.Submit(
+      MakeWindowProfile("process_cpu", "svc", pid, from, from + 10 * kSecond));
+}
+
+TEST(PyroscopeSinkTest, HappyPathSendsEverySeriesAndTypeEveryWindow) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  CounterDelta sent("ringprof_profiles_sent_total");
+  auto sink = MakeSink(BaseOptions(receiver->url()));
+  ASSERT_NE(sink, nullptr);
+
+  const std::vector<int64_t> windows = WindowStarts(3);
+  for (int64_t from : windows) {
+    for (uint32_t pid : {101u, 102u}) {
+      for (const char* name : {"process_cpu", "memory"}) {
+        sink->Submit(
+            MakeWindowProfile(name, "svc", pid, from, from + 10 * kSecond));
+      }
+    }
+  }
+  ASSERT_TRUE(sink->Flush(FlushDeadline(20)).ok());
+  const std::vector<AcceptedProfile> accepted = Accepted(*receiver);
+  ASSERT_EQ(accepted.size(), 12u);
+  EXPECT_EQ(sent(), 12u);
+
+  std::set<std::string> ids;
+  const std::regex uuid4(
+      "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  for (size_t i = 0; i < accepted.size(); ++i) {
+    const AcceptedProfile& a = accepted[i];
+    const bool cpu = a.labels.at("__name__") == "process_cpu";
+    // Submission order is preserved: window, pid, type.
+    EXPECT_EQ(a.time_nanos, windows[i / 4]);
+    EXPECT_EQ(a.duration_nanos, 10 * kSecond);
+    EXPECT_EQ(a.labels.at("__name__"), (i % 2 == 0) ? "process_cpu" : "memory");
+    EXPECT_EQ(a.labels.at("pid"), (i % 4 < 2) ? "101" : "102");
+    EXPECT_EQ(a.labels.at("service_name"), "svc");
+    EXPECT_EQ(a.labels.at("hostname"), "testhost");
+    EXPECT_EQ(a.labels.at("env"), "test");
+    if (cpu) {
+      EXPECT_EQ(a.labels.count("__delta__"), 0u);
+      EXPECT_THAT(a.sample_types, ElementsAre("cpu:nanoseconds"));
+      EXPECT_EQ(a.period_type, "cpu:nanoseconds");
+    } else {
+      EXPECT_EQ(a.labels.at("__delta__"), "false");
+      EXPECT_THAT(a.sample_types,
+                  ElementsAre("alloc_objects:count", "alloc_space:bytes"));
+      EXPECT_EQ(a.period_type, "space:bytes");
+    }
+    EXPECT_TRUE(a.gzipped);
+    EXPECT_EQ(a.api, "push");
+    EXPECT_TRUE(std::regex_match(a.id, uuid4)) << a.id;
+    ids.insert(a.id);
+  }
+  EXPECT_EQ(ids.size(), 12u);
+}
+
+TEST(PyroscopeSinkTest, OutageSpoolsThenReplaysEveryWindowOnceInOrder) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  const std::string spool = MakeTempDir("spool");
+  CounterDelta spooled("ringprof_profiles_spooled_total");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.spool_dir = spool;
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+
+  const std::vector<int64_t> windows = WindowStarts(6);
+  SubmitCpu(*sink, windows[0]);
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 1); }, kWaitMs));
+
+  ASSERT_TRUE(receiver->Down().ok());
+  for (int i = 1; i < 5; ++i) {
+    SubmitCpu(*sink, windows[i]);
+    // One window at a time, as the collector would submit them.
+    ASSERT_TRUE(WaitFor([&] { return CountSpoolFiles(spool) == i; }, kWaitMs))
+        << "window " << i << " was not spooled";
+  }
+  EXPECT_EQ(spooled(), 4u);
+  ASSERT_TRUE(receiver->Up().ok());
+  SubmitCpu(*sink, windows[5]);
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 6); }, kWaitMs));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+
+  const std::vector<AcceptedProfile> accepted = Accepted(*receiver);
+  EXPECT_EQ(Times(accepted), windows);  // each exactly once, in order
+  EXPECT_EQ(CountSpoolFiles(spool), 0);
+  EXPECT_EQ(sink->OutstandingForTest(), 0u);
+}
+
+TEST(PyroscopeSinkTest, TinySpoolDropsOldestAndCountsThem) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(receiver->Down().ok());
+  const std::string spool = MakeTempDir("spool");
+  CounterDelta dropped("ringprof_profiles_dropped_total");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.spool_dir = spool;
+  // One synthetic CPU profile compresses to well under 2 KiB and over 500
+  // bytes: at most a few fit.
+  options.spool_max_bytes = 2048;
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+
+  const std::vector<int64_t> windows = WindowStarts(8);
+  for (int64_t from : windows) SubmitCpu(*sink, from);
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  const int kept = CountSpoolFiles(spool);
+  ASSERT_GE(kept, 1);
+  ASSERT_LT(kept, 8);
+  EXPECT_EQ(dropped(), static_cast<uint64_t>(8 - kept));
+
+  ASSERT_TRUE(receiver->Up().ok());
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, kept); }, kWaitMs));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  // The newest survive, in order.
+  EXPECT_EQ(Times(Accepted(*receiver)),
+            std::vector<int64_t>(windows.end() - kept, windows.end()));
+}
+
+TEST(PyroscopeSinkTest, HonoursRetryAfterOn429) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(
+      receiver->Fault(R"({"status": 429, "retry_after": 1, "count": 1})").ok());
+  CounterDelta retries("ringprof_upload_retries_total");
+  auto sink = MakeSink(BaseOptions(receiver->url()));  // 20 ms backoff
+  ASSERT_NE(sink, nullptr);
+  SubmitCpu(*sink, AlignedWindowStartNs(1));
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 1); }, kWaitMs));
+
+  auto rejected = receiver->Rejected();
+  ASSERT_TRUE(rejected.ok());
+  ASSERT_EQ(rejected->size(), 1u);
+  const AcceptedProfile accepted = Accepted(*receiver)[0];
+  EXPECT_EQ(accepted.id, (*rejected)[0].id);  // the same profile, retried
+  // Retry-After: 1 overrides the 20 ms backoff.
+  EXPECT_GE(accepted.received_ns - (*rejected)[0].received_ns,
+            kSecond * 95 / 100);
+  EXPECT_EQ(retries(), 1u);
+}
+
+TEST(PyroscopeSinkTest, RetriesA5xxBurstAndKeepsOrder) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(receiver->Fault(R"({"status": 503, "count": 4})").ok());
+  CounterDelta retries("ringprof_upload_retries_total");
+  CounterDelta failed("ringprof_profiles_failed_total");
+  auto sink = MakeSink(BaseOptions(receiver->url()));
+  ASSERT_NE(sink, nullptr);
+  const std::vector<int64_t> windows = WindowStarts(3);
+  for (int64_t from : windows) SubmitCpu(*sink, from);
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 3); }, kWaitMs));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  EXPECT_EQ(Times(Accepted(*receiver)), windows);
+  EXPECT_EQ(retries(), 4u);
+  EXPECT_EQ(failed(), 0u);
+}
+
+TEST(PyroscopeSinkTest, SlowServerTimesOutAndIsRetriedWithTheSameId) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(receiver->Fault(R"({"delay_ms": 2000, "count": 1})").ok());
+  CounterDelta retries("ringprof_upload_retries_total");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.upload.timeout_ms = 300;
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  SubmitCpu(*sink, AlignedWindowStartNs(1));
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 1); }, kWaitMs));
+  EXPECT_GE(retries(), 1u);
+  // The slow request may still complete on the server after the client gave
+  // up (at-least-once delivery); every copy carries the same ID.
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 2); }, kWaitMs));
+  const std::vector<AcceptedProfile> accepted = Accepted(*receiver);
+  std::set<std::string> ids;
+  for (const auto& a : accepted) ids.insert(a.id);
+  EXPECT_EQ(ids.size(), 1u);
+}
+
+// Captures everything written to stderr while alive.
+class StderrCapture {
+ public:
+  StderrCapture() : path_(MakeTempDir("stderr") + "/stderr.txt") {
+    fflush(stderr);
+    saved_ = dup(2);
+    const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+  }
+  ~StderrCapture() { Restore(); }
+  std::string Restore() {
+    if (saved_ >= 0) {
+      fflush(stderr);
+      dup2(saved_, 2);
+      close(saved_);
+      saved_ = -1;
+    }
+    std::ifstream in(path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  std::string path_;
+  int saved_ = -1;
+};
+
+int CountOccurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t pos = text.find(what); pos != std::string::npos;
+       pos = text.find(what, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(PyroscopeSinkTest, WrongTenantIsAClearErrorLoggedOnceWithoutHotLoop) {
+  auto receiver =
+      StartReceiver({"--tenant", "team-a", "--basic-auth", "user:s3cr3t-pass"});
+  ASSERT_NE(receiver, nullptr);
+  CounterDelta failed("ringprof_profiles_failed_total");
+  CounterDelta retries("ringprof_upload_retries_total");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.upload.tenant_id = "team-b";
+  options.upload.basic_auth_user = "user";
+  options.upload.basic_auth_password = "s3cr3t-pass";
+  StderrCapture capture;
+  {
+    auto sink = MakeSink(options);
+    ASSERT_NE(sink, nullptr);
+    for (int64_t from : WindowStarts(3)) SubmitCpu(*sink, from);
+    ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  }
+  const std::string log = capture.Restore();
+  auto stats = receiver->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->requests, 3);  // one request per profile, no retry loop
+  EXPECT_EQ(stats->accepted, 0);
+  EXPECT_EQ(failed(), 3u);
+  EXPECT_EQ(retries(), 0u);
+  EXPECT_EQ(CountOccurrences(log, "Pyroscope rejected"), 1) << log;
+  EXPECT_THAT(log, HasSubstr("HTTP 401: unknown tenant"));
+  EXPECT_THAT(log, Not(HasSubstr("s3cr3t-pass")));
+
+  // The right tenant and credentials get through.
+  options.upload.tenant_id = "team-a";
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  SubmitCpu(*sink, AlignedWindowStartNs(1));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  const auto accepted = Accepted(*receiver);
+  ASSERT_EQ(accepted.size(), 1u);
+  EXPECT_EQ(accepted[0].tenant, "team-a");
+}
+
+TEST(PyroscopeSinkTest, BearerTokenIsSent) {
+  auto receiver = StartReceiver({"--bearer-token", "tok-123"});
+  ASSERT_NE(receiver, nullptr);
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.upload.bearer_token = "tok-123";
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  SubmitCpu(*sink, AlignedWindowStartNs(1));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  EXPECT_EQ(Accepted(*receiver).size(), 1u);
+}
+
+TEST(PyroscopeSinkTest, TlsWithSelfSignedCaPassedByOption) {
+  const std::string certs = MakeTempDir("certs");
+  auto receiver = StartReceiver({"--self-signed-tls", certs});
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_EQ(receiver->url().rfind("https://", 0), 0u) << receiver->url();
+
+  // Without the CA the certificate is not trusted: retried, never sent.
+  {
+    CounterDelta retries("ringprof_upload_retries_total");
+    auto sink = MakeSink(BaseOptions(receiver->url()));
+    ASSERT_NE(sink, nullptr);
+    SubmitCpu(*sink, AlignedWindowStartNs(2));
+    ASSERT_TRUE(WaitFor([&] { return retries() >= 1; }, kWaitMs));
+  }
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.upload.ca_file = certs + "/ca.pem";
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  SubmitCpu(*sink, AlignedWindowStartNs(1));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  EXPECT_EQ(Accepted(*receiver).size(), 1u);
+}
+
+TEST(PyroscopeSinkTest, ShutdownDuringOutageSpoolsAndNextSinkReplays) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(receiver->Down().ok());
+  const std::string spool = MakeTempDir("spool");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.spool_dir = spool;
+  const std::vector<int64_t> windows = WindowStarts(4);
+  {
+    auto sink = MakeSink(options);
+    ASSERT_NE(sink, nullptr);
+    for (int64_t from : windows) SubmitCpu(*sink, from);
+    // What the collector does on SIGTERM: flush with a deadline, then exit.
+    const int64_t start = MonotonicNowNs();
+    ASSERT_TRUE(sink->Flush(start + 3 * kSecond).ok());
+    EXPECT_LT(MonotonicNowNs() - start, 3 * kSecond);
+  }
+  EXPECT_EQ(CountSpoolFiles(spool), 4);
+
+  ASSERT_TRUE(receiver->Up().ok());
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 4); }, kWaitMs));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  EXPECT_EQ(Times(Accepted(*receiver)), windows);
+  EXPECT_EQ(CountSpoolFiles(spool), 0);
+}
+
+TEST(PyroscopeSinkTest, SpoolIsLockedAgainstASecondCollector) {
+  const std::string spool = MakeTempDir("spool");
+  PyroscopeSinkOptions options = BaseOptions("http://127.0.0.1:9");
+  options.spool_dir = spool;
+  auto first = MakeSink(options);
+  ASSERT_NE(first, nullptr);
+  absl::StatusOr<std::unique_ptr<PyroscopeSink>> second =
+      PyroscopeSink::Create(options);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(PyroscopeSinkTest, SpooledProfilesOutsideTheIngestionWindowExpire) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(receiver->Down().ok());
+  const std::string spool = MakeTempDir("spool");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.spool_dir = spool;
+  {
+    auto sink = MakeSink(options);
+    ASSERT_NE(sink, nullptr);
+    for (int64_t from : WindowStarts(3)) SubmitCpu(*sink, from);
+    ASSERT_TRUE(sink->Flush(FlushDeadline(5)).ok());
+  }
+  ASSERT_EQ(CountSpoolFiles(spool), 3);
+  ASSERT_TRUE(receiver->Up().ok());
+  // A server whose window is only 5 s wide: everything spooled is too old.
+  CounterDelta expired("ringprof_profiles_expired_total");
+  options.limits.max_age_ns = 5 * kSecond;
+  options.expiry_margin_ns = 0;
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return CountSpoolFiles(spool) == 0; }, kWaitMs));
+  EXPECT_EQ(expired(), 3u);
+  auto stats = receiver->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->requests, 0);  // expired data is never sent
+}
+
+TEST(PyroscopeSinkTest, InvalidProfilesAreReportedAndNeverSent) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  CounterDelta invalid("ringprof_profiles_invalid_total");
+  auto sink = MakeSink(BaseOptions(receiver->url()));
+  ASSERT_NE(sink, nullptr);
+  WindowProfile bad_pprof =
+      MakeWindowProfile("process_cpu", "svc", 1, AlignedWindowStartNs(1),
+                        AlignedWindowStartNs(0));
+  bad_pprof.pprof = "\x32\x01x";  // string_table = ["x"]
+  sink->Submit(bad_pprof);
+  WindowProfile bad_label =
+      MakeWindowProfile("process_cpu", "svc", 1, AlignedWindowStartNs(1),
+                        AlignedWindowStartNs(0));
+  bad_label.labels.emplace_back("thread-name", "t1");
+  sink->Submit(bad_label);
+  WindowProfile future =
+      MakeWindowProfile("process_cpu", "svc", 1, AlignedWindowStartNs(-100),
+                        AlignedWindowStartNs(-101));
+  sink->Submit(future);
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  EXPECT_EQ(invalid(), 3u);
+  auto stats = receiver->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->requests, 0);
+}
+
+TEST(PyroscopeSinkTest, LegacyIngestMode) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.upload.legacy_ingest = true;
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  const int64_t from = AlignedWindowStartNs(1);
+  SubmitCpu(*sink, from);
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  const auto accepted = Accepted(*receiver);
+  ASSERT_EQ(accepted.size(), 1u);
+  EXPECT_EQ(accepted[0].api, "ingest");
+  EXPECT_EQ(accepted[0].from_ns, from);
+  EXPECT_EQ(accepted[0].until_ns, from + 10 * kSecond);
+  EXPECT_EQ(accepted[0].labels.at("service_name"), "svc");
+  EXPECT_EQ(accepted[0].labels.at("env"), "test");
+  EXPECT_EQ(accepted[0].labels.at("pid"), "100");
+}
+
+TEST(PyroscopeSinkTest, FlushWithoutSpoolDuringOutageReportsWhatIsLost) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(receiver->Down().ok());
+  auto sink = MakeSink(BaseOptions(receiver->url()));  // memory backlog
+  ASSERT_NE(sink, nullptr);
+  SubmitCpu(*sink, AlignedWindowStartNs(1));
+  const absl::Status status = sink->Flush(MonotonicNowNs() + kSecond / 2);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(status.message(), HasSubstr("1 profiles"));
+  EXPECT_THAT(status.message(), HasSubstr("no spool directory"));
+}
+
+}  // namespace
+}  // namespace shipping
+}  // namespace collector
+}  // namespace ringprof
