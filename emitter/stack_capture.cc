@@ -1,6 +1,7 @@
-// CaptureStack (runtime.h) on libgcc's DWARF unwinder.
+// CaptureStack (runtime.h): the cached CFI walker (cfi_unwinder.h) when it
+// can, libgcc's DWARF unwinder for everything else.
 //
-// Why _Unwind_Backtrace: Debian builds libc and libstdc++ without frame
+// Why DWARF at all: Debian builds libc and libstdc++ without frame
 // pointers, so a frame-pointer walk stops at the first libc/libstdc++ frame.
 // The unwinder follows .eh_frame CFI instead, which every x86-64 object has.
 // It locates each PC's object with _dl_find_object (libgcc_s from GCC 12 on
@@ -14,10 +15,13 @@
 // the walk stops when a frame's CFA leaves the thread's stack (bounds from
 // thread_state.h, recorded at thread start) after having been inside it:
 // frames on a signal alternate stack come first and are allowed.
+#include "emitter/stack_capture.h"
+
 #include <unwind.h>
 
 #include <cstdint>
 
+#include "emitter/cfi_unwinder.h"
 #include "emitter/runtime.h"
 #include "emitter/thread_state.h"
 
@@ -28,7 +32,7 @@ namespace {
 struct CaptureState {
   uint64_t* frames;
   int max_frames;
-  int to_skip;  // frames still to skip, CaptureStack's own included
+  int to_skip;  // frames still to skip, the capturing function's included
   int count;
   bool truncated;
   bool on_thread_stack;
@@ -63,12 +67,14 @@ _Unwind_Reason_Code OnFrame(struct _Unwind_Context* context, void* arg) {
 
 }  // namespace
 
-__attribute__((noinline)) int CaptureStack(uint64_t* frames, int max_frames,
-                                           int skip, bool* truncated) {
+__attribute__((noinline)) int CaptureStackWithLibgcc(uint64_t* frames,
+                                                     int max_frames, int skip,
+                                                     bool* truncated) {
   CaptureState state;
   state.frames = frames;
   state.max_frames = max_frames;
-  state.to_skip = 1 + skip;  // the first frame reported is CaptureStack's
+  // The first frame reported is this function's own.
+  state.to_skip = 1 + skip;
   state.count = 0;
   state.truncated = false;
   state.on_thread_stack = false;
@@ -77,6 +83,31 @@ __attribute__((noinline)) int CaptureStack(uint64_t* frames, int max_frames,
   _Unwind_Backtrace(OnFrame, &state);
   *truncated = state.truncated;
   return state.count;
+}
+
+// Needs a frame pointer of its own (the BUILD compiles the emitter with
+// -fno-omit-frame-pointer) to find its caller's registers.
+__attribute__((noinline)) int CaptureStack(uint64_t* frames, int max_frames,
+                                           int skip, bool* truncated) {
+  const ThreadState& thread = tls_thread_state;
+  if (thread.stack_high != 0) {
+    // Our frame: [fp] = caller's rbp, [fp+8] = return address into the
+    // caller, fp+16 = the caller's rsp after the call returns.
+    const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
+    UnwindStart start;
+    start.pc = fp[1];
+    start.rsp = reinterpret_cast<uintptr_t>(fp + 2);
+    start.rbp = fp[0];
+    const int count = CfiWalk(start, frames, max_frames, skip, truncated,
+                              thread.stack_low, thread.stack_high);
+    if (count >= 0) return count;
+  }
+  // skip + 1: CaptureStack's own frame. Not a tail call (that would remove
+  // this frame from the stack and shift the skip by one).
+  const int count =
+      CaptureStackWithLibgcc(frames, max_frames, skip + 1, truncated);
+  asm volatile("" ::: "memory");
+  return count;
 }
 
 }  // namespace emitter

@@ -1,5 +1,7 @@
 // CaptureStack and the runtime services, linked directly (no LD_PRELOAD),
 // so that they run under ASan and TSan.
+#include "emitter/stack_capture.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "emitter/cfi_unwinder.h"
 #include "emitter/runtime.h"
 #include "emitter/thread_state.h"
 #include "gtest/gtest.h"
@@ -132,6 +135,110 @@ TEST(CaptureStackTest, StopsWhenLeavingTheRecordedStack) {
   tls_thread_state = saved;
   EXPECT_GE(bounded.count, 3);  // Inner, Middle, Outer are below `marker`
   EXPECT_LT(bounded.count, full.count);
+}
+
+// Records the calling thread's real stack bounds (what the emitter's
+// pthread_create trampoline does) for the scope.
+class ThreadStackBounds {
+ public:
+  ThreadStackBounds() : saved_(tls_thread_state) {
+    pthread_attr_t attr;
+    void* low = nullptr;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      pthread_attr_getstack(&attr, &low, &size);
+      pthread_attr_destroy(&attr);
+    }
+    tls_thread_state.stack_low = reinterpret_cast<uintptr_t>(low);
+    tls_thread_state.stack_high = reinterpret_cast<uintptr_t>(low) + size;
+  }
+  ~ThreadStackBounds() { tls_thread_state = saved_; }
+
+ private:
+  const ThreadState saved_;
+};
+
+// Both walkers from the same place: frames[0] is the caller's return
+// address for both.
+struct BothWalkers {
+  Captured fast, libgcc;
+  int direct = 0;  // CfiWalk's own result
+};
+
+extern "C" __attribute__((noinline)) void RingprofTestBoth(BothWalkers* out) {
+  out->fast.count = CaptureStack(out->fast.frames, 64, 0, &out->fast.truncated);
+  out->libgcc.count =
+      CaptureStackWithLibgcc(out->libgcc.frames, 64, 0, &out->libgcc.truncated);
+  const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
+  UnwindStart start;
+  start.pc = fp[1];
+  start.rsp = reinterpret_cast<uintptr_t>(fp + 2);
+  start.rbp = fp[0];
+  uint64_t frames[64];
+  bool truncated;
+  out->direct =
+      CfiWalk(start, frames, 64, 0, &truncated, tls_thread_state.stack_low,
+              tls_thread_state.stack_high);
+  asm volatile("" ::: "memory");
+}
+
+BothWalkers g_from_qsort;
+int CompareAndCapture(const void* a, const void* b) {
+  if (g_from_qsort.fast.count == 0) RingprofTestBoth(&g_from_qsort);
+  return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+void ExpectSameStacks(const BothWalkers& both) {
+  EXPECT_GE(both.direct, 0) << "the CFI walker gave up";
+  ASSERT_EQ(both.fast.count, both.libgcc.count);
+  EXPECT_EQ(both.fast.truncated, both.libgcc.truncated);
+  ASSERT_GT(both.fast.count, 0);
+  // frames[0]: two different call sites in the same function.
+  EXPECT_EQ(FunctionOf(both.fast.frames[0]),
+            reinterpret_cast<const void*>(&RingprofTestBoth));
+  EXPECT_EQ(FunctionOf(both.libgcc.frames[0]),
+            reinterpret_cast<const void*>(&RingprofTestBoth));
+  for (int i = 1; i < both.fast.count; ++i) {
+    EXPECT_EQ(both.fast.frames[i], both.libgcc.frames[i]) << "frame " << i;
+  }
+}
+
+TEST(CfiWalkerTest, SameStackAsLibgcc) {
+  ThreadStackBounds bounds;
+  BothWalkers both;
+  RingprofTestBoth(&both);
+  ASSERT_GE(both.fast.count, 3);
+  ExpectSameStacks(both);
+}
+
+TEST(CfiWalkerTest, SameStackAsLibgccThroughLibcWithoutFramePointers) {
+  ThreadStackBounds bounds;
+  int values[64];
+  for (int i = 0; i < 64; ++i) values[i] = (i * 37) % 64;
+  g_from_qsort = BothWalkers();
+  // glibc's qsort (built without frame pointers) calls the comparator.
+  qsort(values, 64, sizeof(int), CompareAndCapture);
+  ASSERT_GT(g_from_qsort.fast.count, 3);
+  ExpectSameStacks(g_from_qsort);
+}
+
+TEST(CfiWalkerTest, SameStackAsLibgccInANewThread) {
+  BothWalkers both;
+  std::thread thread([&] {
+    ThreadStackBounds bounds;
+    RingprofTestBoth(&both);
+  });
+  thread.join();
+  ExpectSameStacks(both);
+}
+
+TEST(CfiWalkerTest, CachedRulesGiveTheSameAnswer) {
+  ThreadStackBounds bounds;
+  BothWalkers first, second;
+  RingprofTestBoth(&first);
+  RingprofTestBoth(&second);  // now from the rule cache
+  ExpectSameStacks(second);
+  ASSERT_EQ(first.fast.count, second.fast.count);
 }
 
 TEST(RuntimeTest, DisabledUntilASessionStarts) {
