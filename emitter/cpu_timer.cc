@@ -173,10 +173,14 @@ int64_t g_period_ns = 0;
 pid_t g_owner_pid = 0;  // the process whose timers the registry holds
 struct sigaction g_app_disposition;  // what was there before our handler
 
-// The range of libgcc_s's code, where the unwinder runs: a sample that
-// interrupts it keeps only the interrupted pc (see RecordSample).
+// The range of libgcc_s's code, where the unwinder runs, and whether the
+// process registered frames with libgcc (__register_frame*, done by JITs).
+// libgcc's _Unwind_Find_FDE is reentrant (lock-free _dl_find_object) until
+// the first registration; from then on it takes a mutex, and a sample that
+// interrupts libgcc keeps only the interrupted pc (see RecordSample).
 uintptr_t g_unwinder_begin = 0;
 uintptr_t g_unwinder_end = 0;
+std::atomic<bool> g_frames_registered{false};
 
 std::atomic<uint64_t> g_samples_recorded{0};
 std::atomic<uint64_t> g_samples_dropped{0};
@@ -307,11 +311,12 @@ void RecordSample(void* ucontext) {
   uint16_t flags = 0;
   int count = 0;
   int first = 0;
-  if (pc >= g_unwinder_begin && pc < g_unwinder_end) {
+  if (pc >= g_unwinder_begin && pc < g_unwinder_end &&
+      g_frames_registered.load(std::memory_order_relaxed)) {
     // Interrupted inside libgcc's unwinder (the emitter's own stack capture,
-    // or a C++ throw). Unwinding again from here is reentrant with
-    // _dl_find_object, but not where libgcc holds its object mutex (frames
-    // registered by a JIT): keep just the pc, so the time is still counted.
+    // or a C++ throw) in a process that registered frames (a JIT): libgcc
+    // may hold its object mutex right now, so unwinding again could
+    // deadlock. Keep just the pc: the time is still counted.
     frames[0] = pc;
     count = 1;
     flags = ringfile::kSampleTruncated;
@@ -736,3 +741,33 @@ extern "C" int signalfd(int fd, const sigset_t* mask, int flags) noexcept {
   sigset_t stripped;
   return fn(fd, WithoutOurSignal(mask, &stripped) ? &stripped : mask, flags);
 }
+
+// Frame registration (JITs, objects without .eh_frame_hdr): noted, then
+// passed on to libgcc. The flag is never cleared: a deregistration may race
+// with a sample, and one registration is enough to make libgcc lock.
+#define RINGPROF_INTERPOSE_REGISTER_FN(name, params, args)                   \
+  extern "C" void name params {                                              \
+    static std::atomic<void(*) params> next{};                               \
+    ringprof::emitter::g_frames_registered.store(true,                       \
+                                                 std::memory_order_relaxed); \
+    auto fn = NextFunction(&next, #name);                                    \
+    if (fn != nullptr) fn args;                                              \
+  }
+
+RINGPROF_INTERPOSE_REGISTER_FN(__register_frame, (void* begin), (begin))
+RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_table, (void* begin), (begin))
+RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info,
+                               (const void* begin, void* object),
+                               (begin, object))
+RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info_table,
+                               (void* begin, void* object), (begin, object))
+RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info_bases,
+                               (const void* begin, void* object, void* tbase,
+                                void* dbase),
+                               (begin, object, tbase, dbase))
+RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info_table_bases,
+                               (void* begin, void* object, void* tbase,
+                                void* dbase),
+                               (begin, object, tbase, dbase))
+
+#undef RINGPROF_INTERPOSE_REGISTER_FN

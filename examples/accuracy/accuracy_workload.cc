@@ -9,9 +9,12 @@
 //  - AllocHeavy:  malloc/new of 32 B..2 KiB blocks, written and freed;
 //  - MixedWork:   16..32 KiB blocks with a compute loop over each.
 //
-// Each thread runs until it has used S seconds of CPU, in chunks of about
-// 2 ms, picking SpinCompute / AllocHeavy / MixedWork with probabilities
-// 50% / 30% / 20% from a fixed-seed generator. Around every call it reads
+// Each thread runs until it has used S seconds of CPU, in chunks of 15 to
+// 45 ms, picking SpinCompute / AllocHeavy / MixedWork with probabilities
+// 50% / 30% / 20% from a fixed-seed generator. Chunks several sampling
+// periods long keep the comparison's sampling noise small (a periodic
+// sampler errs by at most about one period per chunk boundary), so what the
+// suite measures is bias. Around every call it reads
 // its CPU clock (CLOCK_THREAD_CPUTIME_ID), and the functions count the bytes
 // they request, so the truth is measured, not assumed. At the end the truth
 // is written as JSON (to PATH, else stdout):
@@ -157,9 +160,9 @@ std::atomic<uint64_t> g_sink{0};
 void Worker(int index, const Options& options) {
   Rng rng(0x9E3779B97F4A7C15ull * (index + 1));
   Tally tally[kFunctionCount];
-  // First guesses of work units per 2 ms chunk; refined from measured CPU.
-  int64_t units_per_chunk[kFunctionCount] = {200, 200, 50};
-  constexpr int64_t kChunkNs = 2000000;
+  // First guesses of work units per chunk; refined from measured CPU.
+  int64_t units_per_chunk[kFunctionCount] = {1000, 2000, 100};
+  constexpr int64_t kChunkNs = 30000000;
   const int64_t budget_ns = static_cast<int64_t>(options.cpu_seconds * 1e9);
   const int64_t start_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
   int64_t now_ns = start_ns;
@@ -193,14 +196,14 @@ void Worker(int index, const Options& options) {
     t.cpu_ns += now_ns - before;
     t.units += units;
     ++t.calls;
-    // Units per chunk from the cumulative rate: robust to a coarse clock
-    // (gVisor's thread CPU clock advances in 10 ms steps).
-    if (t.cpu_ns > 20 * kChunkNs) {
+    // Units per chunk from the cumulative rate once 10 ms are measured
+    // (gVisor's thread CPU clock advances in 10 ms steps); until then, grow.
+    if (t.cpu_ns >= 10000000) {
       units_per_chunk[fn] =
           1 + static_cast<int64_t>(static_cast<double>(t.units) * kChunkNs /
                                    static_cast<double>(t.cpu_ns));
-    } else if (t.cpu_ns < kChunkNs / 4 && t.calls > 2) {
-      units_per_chunk[fn] *= 2;
+    } else {
+      units_per_chunk[fn] *= 4;
     }
   }
   std::lock_guard<std::mutex> lock(g_mutex);

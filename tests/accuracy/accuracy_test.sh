@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The accuracy suite's hard assertions (README.md): examples/accuracy under
+# `ringprof run` with CPU-timer sampling on, natively or inside gVisor
+# (`runsc --rootless --network=host do`, collector and comparison inside the
+# sandbox too). Asserts what is reliably met:
+#   - CPU shares: L1 distance to the truth <= 0.05;
+#   - alloc_space per allocating function within +-5% of the bytes requested;
+#   - SpinCompute, which never allocates, has no allocation bytes.
+# The full table, and allocation-only mode, are in tools/bench.d/accuracy.
+#
+# Usage: accuracy_test.sh native|gvisor
+set -uo pipefail
+
+mode=${1:?native|gvisor}
+root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
+work=$(mktemp -d /tmp/ringprof-accuracy.XXXXXX)
+trap 'rm -rf "${work}"' EXIT
+
+run_in_mode() {
+  if [[ ${mode} == native ]]; then
+    timeout --kill-after=5 200 "$@"
+    return
+  fi
+  mkdir -p "${work}/runsc"
+  timeout --kill-after=5 200 runsc --rootless --network=host \
+    --root="${work}/runsc" do -force-overlay=false "$@"
+}
+
+if [[ ${mode} == gvisor ]] &&
+  ! run_in_mode /bin/true >"${work}/probe.txt" 2>&1; then
+  echo "FAIL: runsc cannot start a sandbox here:"
+  cat "${work}/probe.txt"
+  exit 1
+fi
+
+run_in_mode bash "${root}/tests/accuracy/run_accuracy.sh" "${root}" \
+  "${work}/run" timer 2 2 >"${work}/run.txt" 2>&1
+status=$?
+cat "${work}/run.txt"
+if ((status != 0)); then
+  echo "FAIL: the profiled run failed (exit ${status})"
+  exit 1
+fi
+
+/usr/bin/python3 - "${work}/run/result.json" <<'PY'
+import json
+import sys
+
+result = json.load(open(sys.argv[1]))
+failures = []
+if not result["cpu_l1"] <= 0.05:
+    failures.append("CPU shares: L1 %.3f > 0.05" % result["cpu_l1"])
+for name in ("AllocHeavy", "MixedWork"):
+    ratio = result["alloc"][name]["ratio"]
+    if ratio is None or not 0.95 <= ratio <= 1.05:
+        failures.append("%s alloc_space ratio %s outside [0.95, 1.05]"
+                        % (name, ratio))
+if result["alloc"]["SpinCompute"]["reported_bytes"] != 0:
+    failures.append("SpinCompute has allocation bytes")
+for failure in failures:
+    print("FAIL: " + failure)
+print("%d check(s) failed" % len(failures) if failures else "all checks passed")
+sys.exit(1 if failures else 0)
+PY
