@@ -8,7 +8,7 @@ starts, as separate processes sharing nothing but the ring directory
 Memory):
 
   * perf_probe, which must find perf_event_open failing with ENODEV;
-  * the collector sidecar, `ringprof collect --ring-dir /dev/shm/ringprof`;
+  * the collector sidecar, `ringprof collect --ring-dir=/dev/shm/ringprof`;
   * two workloads with LD_PRELOAD=libringprof.so: examples/server (frame
     pointers) and examples/pipeline_nofp (no frame pointers anywhere).
 
@@ -18,9 +18,10 @@ drains the rings and ships (or writes) what it has, then exits.
 --mode=push: the collector ships to the Pyroscope test receiver on the host's
   loopback (tests/pyroscope_receiver, wrapped to summarize each profile by
   function). Asserts: perf_event_open -> ENODEV inside; no upload rejected;
-  for each workload both profile types (process_cpu, memory) arrived with its
-  known hot functions symbolized; no sample lost in the rings (collector's
-  ringprof_ring_lost_records_total); everything within the time bound.
+  for each workload both profile types (process_cpu, memory) arrived, with
+  its known hot functions symbolized (each above a floor share) and stacks
+  complete down to clone/_start; no record lost in the rings (as the
+  collector reports it); everything within the time bound.
 --mode=local: no server; the collector writes local profiles to a host
   directory (the sandbox runs with -force-overlay=false for that; the ring
   directory stays in the sandbox's tmpfs). Same assertions on the .pb.gz
