@@ -295,8 +295,8 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
     case UploadResult::Outcome::kRejected:
       M().failed.Add(1);
       log_.Log(LogLevel::kError, absl::StrCat("rejected-", result.http_status),
-               absl::StrCat("Pyroscope rejected a ", what,
-                            " profile (", result.message,
+               absl::StrCat("Pyroscope rejected a ", what, " profile (",
+                            result.message,
                             "); dropped it. Check the server address, "
                             "credentials and tenant."));
       pop();
@@ -314,11 +314,11 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
   const int64_t delay_ms =
       std::max(Jittered(backoff_ms_), result.retry_after_ms);
   retry_at_ns_ = MonotonicNowNs() + delay_ms * kNsPerMs;
-  const std::string message = absl::StrCat(
-      "upload of a ", what, " profile failed (", result.message,
-      "); keeping ", backlog_->size(), " profiles in the ",
-      backlog_->persistent() ? "spool" : "memory backlog", ", retrying in ",
-      delay_ms, " ms");
+  const std::string message =
+      absl::StrCat("upload of a ", what, " profile failed (", result.message,
+                   "); keeping ", backlog_->size(), " profiles in the ",
+                   backlog_->persistent() ? "spool" : "memory backlog",
+                   ", retrying in ", delay_ms, " ms");
   if (!in_outage_) {
     Log(LogLevel::kWarning, message);
     in_outage_ = true;

@@ -1,0 +1,299 @@
+#include "collector/shipping/pyroscope_flags.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "collector/shipping/metrics_server.h"
+
+ABSL_FLAG(std::string, server_address, "",
+          "Pyroscope URL, e.g. http://pyroscope:4040; enables shipping "
+          "[PYROSCOPE_SERVER_ADDRESS]");
+ABSL_FLAG(std::string, application_name, "",
+          "service_name label; default: the emitter's service name "
+          "[PYROSCOPE_APPLICATION_NAME]");
+ABSL_FLAG(std::string, tags, "",
+          "extra series labels, k=v,k2=v2 [PYROSCOPE_TAGS]");
+ABSL_FLAG(std::string, basic_auth_user, "",
+          "HTTP basic auth user [PYROSCOPE_BASIC_AUTH_USER]");
+ABSL_FLAG(std::string, basic_auth_password, "",
+          "HTTP basic auth password; prefer the _file form, command lines "
+          "are visible in ps [PYROSCOPE_BASIC_AUTH_PASSWORD]");
+ABSL_FLAG(std::string, basic_auth_password_file, "",
+          "file holding the basic auth password "
+          "[PYROSCOPE_BASIC_AUTH_PASSWORD_FILE]");
+ABSL_FLAG(std::string, auth_token, "",
+          "bearer token; prefer the _file form [PYROSCOPE_AUTH_TOKEN]");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file holding the bearer token [PYROSCOPE_AUTH_TOKEN_FILE]");
+ABSL_FLAG(std::string, tenant_id, "",
+          "X-Scope-OrgID for multi-tenant Pyroscope [PYROSCOPE_TENANT_ID]");
+ABSL_FLAG(std::string, http_headers, "",
+          "extra request headers, Name=value,Name2=value2 "
+          "[PYROSCOPE_HTTP_HEADERS]");
+ABSL_FLAG(std::string, ca_file, "",
+          "PEM CA bundle to verify an https server [PYROSCOPE_CA_FILE]");
+ABSL_FLAG(std::string, spool_dir, "",
+          "directory for profiles waiting for the server (survives "
+          "restarts); empty: keep them in memory [RINGPROF_SPOOL_DIR]");
+ABSL_FLAG(std::string, spool_max_bytes, "256M",
+          "bound on the spool (or memory backlog); oldest dropped first "
+          "[RINGPROF_SPOOL_MAX_BYTES]");
+ABSL_FLAG(bool, legacy_ingest, false,
+          "use the legacy /ingest API instead of the Push API "
+          "[RINGPROF_LEGACY_INGEST]");
+ABSL_FLAG(absl::Duration, upload_timeout, absl::Seconds(10),
+          "timeout of one upload request [RINGPROF_UPLOAD_TIMEOUT]");
+ABSL_FLAG(int, metrics_port, 0,
+          "serve Prometheus /metrics on this port; 0: off "
+          "[RINGPROF_METRICS_PORT]");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
+          "address for /metrics [RINGPROF_METRICS_ADDRESS]");
+
+namespace ringprof {
+namespace collector {
+namespace shipping {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+// The flag when given, else the environment variable.
+std::string Setting(const absl::Flag<std::string>& flag, const char* env,
+                    const std::string& flag_default = "") {
+  std::string v = absl::GetFlag(flag);
+  if (v != flag_default) return v;
+  std::string e = Env(env);
+  return e.empty() ? v : e;
+}
+
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
+                                           const char* what) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read the ", what, " file ", path));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string secret = ss.str();
+  // Files written by editors and `echo` end with a newline.
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) {
+    secret.pop_back();
+  }
+  if (secret.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", what, " file ", path, " is empty"));
+  }
+  return secret;
+}
+
+// A secret from its flag/env, or from its file flag/env (the file wins).
+absl::StatusOr<std::string> Secret(const absl::Flag<std::string>& flag,
+                                   const char* env,
+                                   const absl::Flag<std::string>& file_flag,
+                                   const char* file_env, const char* what) {
+  const std::string file = Setting(file_flag, file_env);
+  if (!file.empty()) return ReadSecretFile(file, what);
+  return Setting(flag, env);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseHeaders(
+    const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (absl::string_view item :
+       absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    const size_t eq = item.find('=');
+    if (eq == absl::string_view::npos) {
+      // Only the name: the value may be a secret.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "extra header \"", absl::StripAsciiWhitespace(item.substr(0, 32)),
+          "...\" is not of the form Name=value"));
+    }
+    headers.emplace_back(
+        std::string(absl::StripAsciiWhitespace(item.substr(0, eq))),
+        std::string(absl::StripAsciiWhitespace(item.substr(eq + 1))));
+  }
+  return headers;
+}
+
+void ApplyLogLevel() {
+  LogLevel level = LogLevel::kInfo;
+  if (absl::CommandLineFlag* f = absl::FindCommandLineFlag("log_level")) {
+    if (!ParseLogLevel(f->CurrentValue(), &level)) level = LogLevel::kInfo;
+  } else if (absl::CommandLineFlag* v = absl::FindCommandLineFlag("verbose")) {
+    if (v->CurrentValue() == "true") level = LogLevel::kDebug;
+  }
+  SetLogLevel(level);
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
+  absl::string_view t = absl::StripAsciiWhitespace(text);
+  uint64_t multiplier = 1;
+  if (!t.empty()) {
+    switch (absl::ascii_toupper(static_cast<unsigned char>(t.back()))) {
+      case 'K':
+        multiplier = uint64_t{1} << 10;
+        break;
+      case 'M':
+        multiplier = uint64_t{1} << 20;
+        break;
+      case 'G':
+        multiplier = uint64_t{1} << 30;
+        break;
+    }
+    if (multiplier != 1) t.remove_suffix(1);
+  }
+  uint64_t n;
+  if (!absl::SimpleAtoi(t, &n) || n == 0 ||
+      n > (uint64_t{1} << 50) / multiplier) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid size \"", text, "\" (bytes, or with a K/M/G suffix)"));
+  }
+  return n * multiplier;
+}
+
+absl::StatusOr<std::optional<PyroscopeSinkOptions>>
+PyroscopeSinkOptionsFromFlags() {
+  PyroscopeSinkOptions o;
+  o.upload.server_url =
+      Setting(FLAGS_server_address, "PYROSCOPE_SERVER_ADDRESS");
+  if (o.upload.server_url.empty()) return std::nullopt;
+
+  o.labels.application_name =
+      Setting(FLAGS_application_name, "PYROSCOPE_APPLICATION_NAME");
+  absl::StatusOr<Labels> tags =
+      ParseTags(Setting(FLAGS_tags, "PYROSCOPE_TAGS"));
+  if (!tags.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tags / PYROSCOPE_TAGS: ", tags.status().message()));
+  }
+  o.labels.tags = std::move(*tags);
+  if (!o.labels.application_name.empty()) {
+    if (absl::Status s =
+            ValidateLabelValue("service_name", o.labels.application_name);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--application-name / PYROSCOPE_APPLICATION_NAME: ", s.message()));
+    }
+  }
+  o.labels.host_labels = HostLabelsFromEnvironment();
+
+  o.upload.basic_auth_user =
+      Setting(FLAGS_basic_auth_user, "PYROSCOPE_BASIC_AUTH_USER");
+  absl::StatusOr<std::string> password =
+      Secret(FLAGS_basic_auth_password, "PYROSCOPE_BASIC_AUTH_PASSWORD",
+             FLAGS_basic_auth_password_file,
+             "PYROSCOPE_BASIC_AUTH_PASSWORD_FILE", "basic auth password");
+  if (!password.ok()) return password.status();
+  o.upload.basic_auth_password = std::move(*password);
+  absl::StatusOr<std::string> token =
+      Secret(FLAGS_auth_token, "PYROSCOPE_AUTH_TOKEN", FLAGS_auth_token_file,
+             "PYROSCOPE_AUTH_TOKEN_FILE", "auth token");
+  if (!token.ok()) return token.status();
+  o.upload.bearer_token = std::move(*token);
+  if (!o.upload.bearer_token.empty() &&
+      (!o.upload.basic_auth_user.empty() ||
+       !o.upload.basic_auth_password.empty())) {
+    return absl::InvalidArgumentError(
+        "give either basic auth or an auth token, not both");
+  }
+  o.upload.tenant_id = Setting(FLAGS_tenant_id, "PYROSCOPE_TENANT_ID");
+  auto headers =
+      ParseHeaders(Setting(FLAGS_http_headers, "PYROSCOPE_HTTP_HEADERS"));
+  if (!headers.ok()) return headers.status();
+  o.upload.extra_headers = std::move(*headers);
+  o.upload.ca_file = Setting(FLAGS_ca_file, "PYROSCOPE_CA_FILE");
+
+  o.spool_dir = Setting(FLAGS_spool_dir, "RINGPROF_SPOOL_DIR");
+  absl::StatusOr<uint64_t> spool_bytes = ParseByteSize(
+      Setting(FLAGS_spool_max_bytes, "RINGPROF_SPOOL_MAX_BYTES", "256M"));
+  if (!spool_bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--spool-max-bytes / RINGPROF_SPOOL_MAX_BYTES: ",
+                     spool_bytes.status().message()));
+  }
+  o.spool_max_bytes = *spool_bytes;
+
+  o.upload.legacy_ingest = absl::GetFlag(FLAGS_legacy_ingest);
+  if (!o.upload.legacy_ingest) {
+    const std::string env =
+        absl::AsciiStrToLower(Env("RINGPROF_LEGACY_INGEST"));
+    if (!env.empty() && !absl::SimpleAtob(env, &o.upload.legacy_ingest)) {
+      return absl::InvalidArgumentError(
+          "RINGPROF_LEGACY_INGEST: not a boolean");
+    }
+  }
+  absl::Duration timeout = absl::GetFlag(FLAGS_upload_timeout);
+  if (const std::string env = Env("RINGPROF_UPLOAD_TIMEOUT");
+      timeout == absl::Seconds(10) && !env.empty() &&
+      !absl::ParseDuration(env, &timeout)) {
+    return absl::InvalidArgumentError(
+        "RINGPROF_UPLOAD_TIMEOUT: not a duration (e.g. 10s)");
+  }
+  if (timeout < absl::Milliseconds(100)) {
+    return absl::InvalidArgumentError("--upload-timeout must be >= 100ms");
+  }
+  o.upload.timeout_ms = absl::ToInt64Milliseconds(timeout);
+  o.upload.connect_timeout_ms = std::min<int64_t>(o.upload.timeout_ms, 3000);
+  return o;
+}
+
+absl::Status StartMetricsServerFromFlags() {
+  static std::mutex mu;
+  static MetricsServer* server = nullptr;  // lives until exit
+  std::lock_guard<std::mutex> lock(mu);
+  if (server != nullptr) return absl::OkStatus();
+  int port = absl::GetFlag(FLAGS_metrics_port);
+  if (const std::string env = Env("RINGPROF_METRICS_PORT");
+      port == 0 && !env.empty() && !absl::SimpleAtoi(env, &port)) {
+    return absl::InvalidArgumentError("RINGPROF_METRICS_PORT: not a number");
+  }
+  if (port == 0) return absl::OkStatus();
+  const std::string address =
+      Setting(FLAGS_metrics_address, "RINGPROF_METRICS_ADDRESS", "127.0.0.1");
+  absl::StatusOr<std::unique_ptr<MetricsServer>> started =
+      MetricsServer::Start(address, port);
+  if (!started.ok()) return started.status();
+  server = started->release();
+  Log(LogLevel::kInfo, absl::StrCat("serving metrics on http://", address, ":",
+                                    server->port(), "/metrics"));
+  return absl::OkStatus();
+}
+
+}  // namespace shipping
+
+absl::StatusOr<std::unique_ptr<ProfileSink>> MakePyroscopeSinkFromFlags() {
+  shipping::ApplyLogLevel();
+  if (absl::Status s = shipping::StartMetricsServerFromFlags(); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::optional<shipping::PyroscopeSinkOptions>> options =
+      shipping::PyroscopeSinkOptionsFromFlags();
+  if (!options.ok()) return options.status();
+  if (!options->has_value()) return nullptr;
+  const std::string url = shipping::RedactUrl((*options)->upload.server_url);
+  const bool legacy = (*options)->upload.legacy_ingest;
+  absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> sink =
+      shipping::PyroscopeSink::Create(std::move(**options));
+  if (!sink.ok()) return sink.status();
+  shipping::Log(shipping::LogLevel::kInfo,
+                absl::StrCat("shipping profiles to ", url,
+                             legacy ? " (legacy /ingest)" : " (push API)"));
+  return std::unique_ptr<ProfileSink>(std::move(*sink));
+}
+
+}  // namespace collector
+}  // namespace ringprof
