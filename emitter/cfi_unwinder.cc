@@ -448,6 +448,14 @@ Rule RuleFor(uint64_t pc) {
 
 }  // namespace
 
+void FlushUnwindRules() {
+  for (std::atomic<uint64_t>& word : g_rule_cache) {
+    if (word.load(std::memory_order_relaxed) != 0) {
+      word.store(0, std::memory_order_relaxed);
+    }
+  }
+}
+
 int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
             int skip, bool* truncated, uint64_t stack_low,
             uint64_t stack_high) {

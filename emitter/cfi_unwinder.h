@@ -40,6 +40,12 @@ struct UnwindStart {
 int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
             int skip, bool* truncated, uint64_t stack_low, uint64_t stack_high);
 
+// Forgets every cached rule: called when an object was unloaded, since
+// another one may be loaded at the same addresses. (Until then, the rules of
+// the old object could make a walk produce wrong return addresses; reads
+// stay within the thread's stack either way.)
+void FlushUnwindRules();
+
 }  // namespace emitter
 }  // namespace ringprof
 

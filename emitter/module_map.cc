@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "emitter/cfi_unwinder.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
 #include "emitter/thread_state.h"
@@ -211,6 +212,7 @@ void AddFoundObjectLocked(const dl_find_object& found) {
 
 // Drops (ModuleUnmap) entries whose object is gone. Lock held.
 void DropUnloadedLocked() {
+  bool dropped = false;
   const int end = g_module_end.load(std::memory_order_relaxed);
   for (int m = 0; m < end; ++m) {
     Module& module = g_modules[m];
@@ -230,7 +232,9 @@ void DropUnloadedLocked() {
     unmap.size = module.record.size;
     AppendRecord(ringfile::RecordType::kModuleUnmap, &unmap, sizeof(unmap),
                  nullptr, 0);
+    dropped = true;
   }
+  if (dropped) FlushUnwindRules();
 }
 
 }  // namespace
