@@ -39,6 +39,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -134,9 +135,14 @@ def require_runsc(state_dir, scratch):
 
 # --- the pod ---------------------------------------------------------------
 
-def pod_script(out_dir, collector_argv, collector_env, loads):
+def pod_script(out_dir, collector_argv, collector_env, loads, metrics_port=None):
     """The shell script run as the sandbox's init: one pod, three containers'
-    worth of processes. Everything it prints starts with "pod: "."""
+    worth of processes. Everything it prints starts with "pod: ".
+
+    With metrics_port, once the collector has logged the end of every
+    workload's process, the script saves the collector's /metrics (fetched
+    with bash's /dev/tcp: no curl needed) to $out/metrics.txt before the
+    SIGTERM."""
     q = shlex.quote
     lines = [
         "#!/bin/bash",
@@ -170,6 +176,19 @@ def pod_script(out_dir, collector_argv, collector_env, loads):
         lines += [
             "wait $workload_%d" % i,
             "echo \"pod: workload %s exit=$?\"" % w.service,
+        ]
+    if metrics_port:
+        lines += [
+            "",
+            "# Let the collector notice the ends (bounded), then read its",
+            "# counters as an operator would.",
+            "for _ in $(seq 150); do",
+            "  [[ $(grep -c ' done: ' \"$out/collector.log\") -ge %d ]] && break" % len(loads),
+            "  sleep 0.1",
+            "done",
+            "(exec 3<>/dev/tcp/127.0.0.1/%d &&" % metrics_port,
+            " printf 'GET /metrics HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3 &&",
+            " cat <&3) >\"$out/metrics.txt\"",
         ]
     lines += [
         "",
@@ -207,6 +226,14 @@ def run_pod(state_dir, scratch, script, timeout_s):
     with open(output_path, errors="replace") as f:
         output = f.read()
     return status, elapsed, output
+
+
+def free_port():
+    """A port free on 127.0.0.1 right now (the collector binds it shortly
+    after; nothing else in the test binds ports in between)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 # --- receiver ----------------------------------------------------------------
@@ -293,22 +320,48 @@ def pod_line(output, pattern):
     return m
 
 
-def lost_records(collector_log, expected_processes):
-    """Records lost in the rings, as the collector reports them: its
-    ringprof_ring_records_lost_total metric when the log carries the metrics
-    text, else the sum of its per-process "records lost in the ring"
-    warnings — which count only once every process's ring was ended, i.e.
-    the collector logged "pid N done" for each. None when it did not."""
-    metric = re.findall(r"^ringprof_ring_records_lost_total(?:\{[^}]*\})?\s+(\d+)",
-                        collector_log, re.M)
-    if metric:
-        return int(metric[-1])
+def metric_values(metrics_text, name):
+    """Sum over label sets of one metric in Prometheus text, or None."""
+    values = re.findall(r"^%s(?:\{[^}]*\})?\s+([0-9.e+]+)\s*$" % re.escape(name),
+                        metrics_text, re.M)
+    return sum(float(v) for v in values) if values else None
+
+
+def lost_records(collector_log, metrics_text, expected_processes):
+    """(records lost, how we know), as the collector reports them.
+
+    The log warns "pid N: X records lost in the ring, Y dropped by the
+    writer" when a process's ring ends with losses, so it is conclusive once
+    it logged "pid N done" for every process. The /metrics counters, read
+    before the SIGTERM, add samples the emitter itself reported lost."""
+    lost = None
+    how = []
     done = set(re.findall(r"\bpid (\d+) done\b", collector_log))
-    if len(done) < expected_processes:
-        return None
-    lost = re.findall(r"\bpid \d+: (\d+) records lost in the ring, (\d+) dropped",
-                      collector_log)
-    return sum(int(a) + int(b) for a, b in lost)
+    if len(done) >= expected_processes:
+        lost = 0
+        for line in collector_log.splitlines():
+            if "lost" not in line:
+                continue
+            m = re.search(r"\bpid \d+: (\d+) records lost in the ring.*?, "
+                          r"(\d+) dropped by the writer", line)
+            if not m:  # a loss report we cannot read counts as a failure
+                return None, "unrecognised collector log line: " + line
+            lost += int(m.group(1)) + int(m.group(2))
+        how.append("log: %d processes ended" % len(done))
+    if metrics_text:
+        counters = {n: metric_values(metrics_text, n) for n in (
+            "ringprof_ring_records_read_total",
+            "ringprof_ring_records_lost_total",
+            "ringprof_ring_records_dropped_total",
+            "ringprof_emitter_lost_samples_total")}
+        how.append("metrics: " + ", ".join(
+            "%s=%s" % (n[len("ringprof_"):], "absent" if v is None else "%g" % v)
+            for n, v in counters.items()))
+        if counters["ringprof_ring_records_read_total"]:
+            from_metrics = int(sum(v or 0 for n, v in counters.items()
+                                   if n != "ringprof_ring_records_read_total"))
+            lost = from_metrics if lost is None else max(lost, from_metrics)
+    return lost, "; ".join(how) or "the collector reported neither"
 
 
 def check_profiles(checks, loads, by_service):
@@ -380,15 +433,21 @@ def main():
                           "--ring-dir=" + RING_DIR, "--verbose"]
         collector_env = {}
         output_dir = os.path.join(scratch, "profiles")
+        metrics_port = None
         if args.mode == "push":
             receiver = Receiver(scratch)
             log("receiver: %s (control %s)" % (receiver.url, receiver.control))
             collector_env["PYROSCOPE_SERVER_ADDRESS"] = receiver.url
+            # The collector's /metrics listens on the host's loopback too
+            # (--network=host); the pod script reads it.
+            metrics_port = free_port()
+            collector_argv.append("--metrics-port=%d" % metrics_port)
         else:
             os.makedirs(output_dir)
             collector_argv += ["--output-dir=" + output_dir]
 
-        script = pod_script(scratch, collector_argv, collector_env, loads)
+        script = pod_script(scratch, collector_argv, collector_env, loads,
+                            metrics_port)
         status, elapsed, output = run_pod(state_dir, scratch, script,
                                           timeout_s=args.seconds + 90)
         collector_log = ""
@@ -409,9 +468,13 @@ def main():
                           % w.service)
         checks.expect(pod_line(output, r"collector exit=0$"),
                       "collector sidecar drained and exited 0 on SIGTERM")
-        lost = lost_records(collector_log, len(loads))
-        checks.expect(lost == 0, "no records lost in the rings (collector reports %s)"
-                      % ("no end for every process" if lost is None else lost))
+        metrics_text = ""
+        if os.path.exists(os.path.join(scratch, "metrics.txt")):
+            with open(os.path.join(scratch, "metrics.txt"), errors="replace") as f:
+                metrics_text = f.read()
+        lost, how = lost_records(collector_log, metrics_text, len(loads))
+        checks.expect(lost == 0, "nothing lost in the rings or by the emitters "
+                      "(lost: %s; %s)" % (lost, how))
 
         by_service = {}
         if args.mode == "push":
@@ -448,7 +511,8 @@ def main():
         if receiver:
             receiver.stop()
         if keep:
-            for name in ("pod.sh", "pod.out", "collector.log", "receiver.log") + tuple(
+            for name in ("pod.sh", "pod.out", "collector.log", "receiver.log",
+                         "metrics.txt") + tuple(
                     "%s.out" % w.service for w in workloads(0)):
                 src = os.path.join(scratch, name)
                 if os.path.exists(src):
