@@ -1,6 +1,7 @@
 #include "collector/symbolizer.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <link.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -471,6 +473,45 @@ TEST_F(SymbolizerTest, AgreesWithLlvmSymbolizerAcrossABinary) {
   EXPECT_EQ(mismatches, 0) << "of " << compared;
   EXPECT_GT(compared, kAddresses / 3);
   EXPECT_GT(with_inlines, kAddresses / 20) << "the sweep should hit inlining";
+}
+
+// A shared library loaded at a random address in this process, found by its
+// real path, with no DWARF (Debian's libc is stripped to .dynsym): the
+// exported symbol names the function.
+struct LoadedLibrary {
+  std::string path;
+  uint64_t load_bias = 0;
+};
+
+int FindLibc(struct dl_phdr_info* info, size_t, void* data) {
+  auto* library = static_cast<LoadedLibrary*>(data);
+  absl::string_view name = info->dlpi_name;
+  if (name.find("/libc.so.6") == absl::string_view::npos) return 0;
+  library->path = std::string(name);
+  library->load_bias = info->dlpi_addr;
+  return 1;
+}
+
+TEST_F(SymbolizerTest, ResolvesExportedFunctionOfALoadedSharedLibrary) {
+  LoadedLibrary libc;
+  dl_iterate_phdr(FindLibc, &libc);
+  ASSERT_FALSE(libc.path.empty());
+  void* handle = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(handle, nullptr);
+  // libc's own symbol, not a sanitizer interceptor.
+  auto address = reinterpret_cast<uint64_t>(dlsym(handle, "getpid"));
+  dlclose(handle);
+  ASSERT_NE(address, 0u);
+
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module;
+  module.path = fs::canonical(libc.path).string();
+  module.load_bias = libc.load_bias;
+  module.pid = static_cast<uint32_t>(getpid());
+  std::vector<SymbolizedFrame> frames =
+      symbolizer->Symbolize(module, address, AddressKind::kInstruction);
+  ASSERT_THAT(frames, SizeIs(::testing::Ge(1u)));
+  EXPECT_THAT(frames.back().function, HasSubstr("getpid"));
 }
 
 // A minimal debuginfod: serves GET /buildid/<id>/<kind> from a map of
