@@ -39,7 +39,11 @@ using ringfile::RingWriter;
 
 alignas(RingWriter) unsigned char g_writer_storage[sizeof(RingWriter)];
 RingWriter* g_writer = nullptr;
+// True while the ring file is open and sampling is on.
 std::atomic<bool> g_enabled{false};
+// In a fork child: the session is on but the child's file is created by the
+// first record that needs it (so a child that only execs leaves no file).
+std::atomic<bool> g_child_ring_pending{false};
 Config g_config;
 SamplerParams g_sampler_params;
 char g_executable[1024];
@@ -178,18 +182,25 @@ int CreateRingFile(RingWriter* writer) {
 }
 
 void ReportCreateFailure(int error) {
+  // strerrorname_np: a static string, no locale, no allocation (this may run
+  // inside malloc or a signal handler in a fork child).
+  const char* name = strerrorname_np(error);
   PathBuilder line;
   line.Add("ringprof: cannot create a ring file in ")
       .Add(g_config.dir)
-      .Add(" (")
-      .Add(strerror(error))
-      .Add("); allocation profiling is off for this process\n");
+      .Add(" (");
+  if (name != nullptr) {
+    line.Add(name);
+  } else {
+    line.Add("error ").AddNumber(static_cast<uint64_t>(error));
+  }
+  line.Add("); profiling is off for this process\n");
   ReportToStderr(line.c_str());
 }
 
 // Opens the session's ring file; false (reported) when it cannot.
 bool OpenRing() {
-  g_writer = new (g_writer_storage) RingWriter();
+  if (g_writer == nullptr) g_writer = new (g_writer_storage) RingWriter();
   const int error = CreateRingFile(g_writer);
   if (error != 0) {
     ReportCreateFailure(error);
@@ -219,11 +230,36 @@ void RecordMainThreadStack() {
 
 }  // namespace
 
-bool Enabled() { return g_enabled.load(std::memory_order_acquire); }
+bool Enabled() {
+  return g_enabled.load(std::memory_order_acquire) ||
+         g_child_ring_pending.load(std::memory_order_relaxed);
+}
+
+namespace {
+
+// The fork child's first record: creates the child's file (one thread wins;
+// records of others racing with it are dropped), then re-records the module
+// map before the record that triggered it.
+bool OpenPendingChildRing() {
+  if (!g_child_ring_pending.exchange(false, std::memory_order_acq_rel)) {
+    return false;
+  }
+  ReentryGuard guard;
+  if (!OpenRing()) return false;
+  g_enabled.store(true, std::memory_order_release);
+  EmitAllModules();
+  return true;
+}
+
+}  // namespace
 
 bool AppendRecord(ringfile::RecordType type, const void* head,
                   uint32_t head_size, const void* tail, uint32_t tail_size) {
-  if (!Enabled()) return false;
+  if (!g_enabled.load(std::memory_order_acquire) &&
+      !(g_child_ring_pending.load(std::memory_order_relaxed) &&
+        OpenPendingChildRing())) {
+    return false;
+  }
   return g_writer->TryAppend(type, head, head_size, tail, tail_size,
                              CurrentTid());
 }
@@ -288,7 +324,9 @@ void StartSession() {
 }
 
 void EndSession(int exit_status) {
-  if (!Enabled()) return;
+  // A fork child that never recorded anything has no file: keep it so.
+  g_child_ring_pending.store(false, std::memory_order_relaxed);
+  if (!g_enabled.load(std::memory_order_acquire)) return;
   FlushLostSamples();
   ringfile::ProcessEnd end;
   end.monotonic_ns = MonotonicNowNs();
@@ -306,16 +344,16 @@ void RestartSessionInForkChild() {
   tls_thread_state.name_generation = 0;
   g_lost_samples.store(0, std::memory_order_relaxed);
   g_lost_weight.store(0, std::memory_order_relaxed);
-  if (!Enabled()) return;
+  if (!g_enabled.load(std::memory_order_acquire)) return;
   g_enabled.store(false, std::memory_order_release);
-  ReentryGuard guard;
-  g_writer->Close();  // the child's mapping and descriptor only
-  if (!OpenRing()) return;
-  g_enabled.store(true, std::memory_order_release);
-  EmitAllModules();
+  g_writer->Close();  // the child's mapping only; the parent's stays
+  g_child_ring_pending.store(true, std::memory_order_release);
 }
 
-void SwitchOff() { g_enabled.store(false, std::memory_order_release); }
+void SwitchOff() {
+  g_child_ring_pending.store(false, std::memory_order_relaxed);
+  g_enabled.store(false, std::memory_order_release);
+}
 
 }  // namespace emitter
 }  // namespace ringprof

@@ -14,7 +14,9 @@
 namespace ringprof {
 namespace emitter {
 
-// True once the ring file exists and the emitter has not switched itself off.
+// True once the session started and the emitter has not switched itself
+// off (in a fork child, also before its file exists: the first record
+// creates it).
 bool Enabled();
 
 // Appends one record to this process's ring file (see RingWriter::TryAppend).

@@ -25,8 +25,10 @@ void StartSession();
 void EndSession(int exit_status);
 
 // After fork, in the child: forgets the parent's ring file (unmapping only
-// the child's view), creates the child's own file, re-records the modules
-// and resets the calling thread's TLS.
+// the child's view) and resets the calling thread's TLS. The child's own
+// file is created by its first record (AppendRecord, possibly inside malloc
+// or a signal handler: creation is syscalls only), which re-records the
+// module map first; a child that only execs creates no file.
 void RestartSessionInForkChild();
 
 // Switches the emitter off for good (e.g. the ring file vanished).

@@ -460,6 +460,16 @@ void CheckStorm(const RunResult& run, const std::vector<RingContents>& rings,
 
 void CheckFork(const RunResult& run, const std::vector<RingContents>& rings) {
   const auto report = ParseReport(run.output);
+  if (auto quiet = report.find("fork_quiet"); quiet != report.end()) {
+    int files = 0;
+    for (const RingContents& ring : rings) {
+      files += static_cast<int>(ring.info.pid) == std::stoi(quiet->second);
+    }
+    Check(files == 0, "fork child without allocations leaves no file",
+          absl::StrCat(files, " files for pid ", quiet->second));
+  } else {
+    Check(false, "fork fork_quiet", "not reported");
+  }
   for (const char* kind : {"parent", "fork", "fork_exec", "spawn", "vfork"}) {
     auto it = report.find(kind);
     if (it == report.end()) {

@@ -1,8 +1,9 @@
 // Children of every kind: fork (no exec), fork + exec, posix_spawn and
 // vfork + exec, each of which allocates 4 MiB in 1 MiB blocks (every block
-// is recorded at the emitter's default settings, see alloc_storm.cc).
-// Prints one line per process: `<kind> <pid>` for kind in parent, fork,
-// fork_exec, spawn, vfork.
+// is recorded at the emitter's default settings, see alloc_storm.cc), and a
+// fork child that exits without allocating anything (it should leave no
+// ring file). Prints one line per process: `<kind> <pid>` for kind in
+// parent, fork, fork_exec, spawn, vfork, fork_quiet.
 //
 // Usage: fork_exec            (the parent)
 //        fork_exec child      (what the exec'd children run)
@@ -76,7 +77,11 @@ int main(int argc, char** argv) {
   }
   printf("vfork %d\n", vforked);
 
-  const bool ok =
-      WaitOk(forked) && WaitOk(fork_exec) && WaitOk(spawned) && WaitOk(vforked);
+  const pid_t quiet = fork();
+  if (quiet == 0) _exit(0);
+  printf("fork_quiet %d\n", quiet);
+
+  const bool ok = WaitOk(forked) && WaitOk(fork_exec) && WaitOk(spawned) &&
+                  WaitOk(vforked) && WaitOk(quiet);
   return ok ? 0 : 1;
 }
