@@ -115,10 +115,10 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseHeaders(
        absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     const size_t eq = item.find('=');
     if (eq == absl::string_view::npos) {
-      // Only the name: the value may be a secret.
-      return absl::InvalidArgumentError(absl::StrCat(
-          "extra header \"", absl::StripAsciiWhitespace(item.substr(0, 32)),
-          "...\" is not of the form Name=value"));
+      // Never echo the item: it may hold a secret value.
+      return absl::InvalidArgumentError(
+          absl::StrCat("extra header #", headers.size() + 1,
+                       " is not of the form Name=value"));
     }
     headers.emplace_back(
         std::string(absl::StripAsciiWhitespace(item.substr(0, eq))),
