@@ -99,7 +99,8 @@ class CollectingVisitor : public RecordVisitor {
     owned.ring = record.ring;
     owned.index = record.index;
     owned.payload_size = static_cast<uint32_t>(record.payload.size());
-    owned.storage.resize((record.payload.size() + 7) / 8);
+    // At least one word, so that payload.data() is never null.
+    owned.storage.resize((record.payload.size() + 7) / 8 + 1);
     if (!record.payload.empty()) {
       memcpy(owned.storage.data(), record.payload.data(),
              record.payload.size());
