@@ -42,7 +42,7 @@ uint64_t Collector::rings_ended() const {
 }
 
 CollectorSummary Collector::summary() const {
-  absl::MutexLock lock(&summary_mu_);
+  std::lock_guard<std::mutex> lock(summary_mu_);
   return summary_;
 }
 
@@ -58,7 +58,8 @@ void Collector::ProcessLoop() {
     // Read the flag first: once set, everything the drainer produced is
     // already in the queue.
     const bool done = drain_done_.load();
-    std::vector<DrainedBatch> batches = queue_.PopAll(absl::Milliseconds(50));
+    std::vector<DrainedBatch> batches =
+        queue_.PopAll(std::chrono::milliseconds(50));
     for (DrainedBatch& batch : batches) Handle(batch);
     if (done && batches.empty()) break;
   }
@@ -99,7 +100,7 @@ void Collector::Handle(DrainedBatch& batch) {
                        s.ticks_picked, " ticks picked, ", s.windows_emitted,
                        " profiles"));
   {
-    absl::MutexLock lock(&summary_mu_);
+    std::lock_guard<std::mutex> lock(summary_mu_);
     ++summary_.processes;
     ProcessStats& t = summary_.totals;
     t.alloc_samples += s.alloc_samples;

@@ -20,10 +20,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "collector/drained_batch.h"
 #include "collector/process_profiler.h"
 #include "collector/ring_drainer.h"
@@ -82,8 +82,8 @@ class Collector {
 
   // Processing thread only.
   std::map<uint32_t, std::unique_ptr<ProcessProfiler>> processes_;
-  mutable absl::Mutex summary_mu_;
-  CollectorSummary summary_ ABSL_GUARDED_BY(summary_mu_);
+  mutable std::mutex summary_mu_;  // std: see BatchQueue on TSan
+  CollectorSummary summary_;       // guarded by summary_mu_
 };
 
 }  // namespace collector

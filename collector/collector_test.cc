@@ -7,11 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "collector/pprof_validate.h"
 #include "gtest/gtest.h"
@@ -28,13 +28,13 @@ using ringfile::RecordType;
 class LockedSink : public ProfileSink {
  public:
   void Submit(WindowProfile profile) override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     profiles_.push_back(std::move(profile));
   }
   absl::Status Flush(int64_t) override { return absl::OkStatus(); }
   // Sum of value `index` over every submitted profile named `name` of `pid`.
   int64_t Total(const std::string& name, uint32_t pid, int index) {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     int64_t sum = 0;
     for (const auto& w : profiles_) {
       if (w.name != name || w.pid != pid) continue;
@@ -47,8 +47,8 @@ class LockedSink : public ProfileSink {
   }
 
  private:
-  absl::Mutex mu_;
-  std::vector<WindowProfile> profiles_ ABSL_GUARDED_BY(mu_);
+  std::mutex mu_;
+  std::vector<WindowProfile> profiles_;  // guarded by mu_
 };
 
 uint64_t NowNs() {

@@ -10,14 +10,15 @@
 #ifndef RINGPROF_COLLECTOR_DRAINED_BATCH_H_
 #define RINGPROF_COLLECTOR_DRAINED_BATCH_H_
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "ringfile/reader.h"
 
@@ -75,15 +76,18 @@ class BatchQueue {
   explicit BatchQueue(size_t max_records) : max_records_(max_records) {}
 
   void Push(DrainedBatch batch) {
-    absl::MutexLock lock(&mu_);
-    queued_records_ += batch.records.size();
-    batches_.push_back(std::move(batch));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queued_records_ += batch.records.size();
+      batches_.push_back(std::move(batch));
+    }
+    not_empty_.notify_one();
   }
 
   // Waits up to `timeout` for batches; returns all queued ones.
-  std::vector<DrainedBatch> PopAll(absl::Duration timeout) {
-    absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(this, &BatchQueue::NotEmpty), timeout);
+  std::vector<DrainedBatch> PopAll(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    not_empty_.wait_for(lock, timeout, [this] { return !batches_.empty(); });
     std::vector<DrainedBatch> out(std::make_move_iterator(batches_.begin()),
                                   std::make_move_iterator(batches_.end()));
     batches_.clear();
@@ -92,23 +96,18 @@ class BatchQueue {
   }
 
   bool full() const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return queued_records_ >= max_records_;
-  }
-  bool empty() const {
-    absl::MutexLock lock(&mu_);
-    return batches_.empty();
   }
 
  private:
-  bool NotEmpty() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !batches_.empty();
-  }
-
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
+  // TSan, which would then not see this queue's happens-before edges.
   const size_t max_records_;
-  mutable absl::Mutex mu_;
-  std::deque<DrainedBatch> batches_ ABSL_GUARDED_BY(mu_);
-  size_t queued_records_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable std::mutex mu_;
+  std::condition_variable not_empty_;
+  std::deque<DrainedBatch> batches_;  // guarded by mu_
+  size_t queued_records_ = 0;         // guarded by mu_
 };
 
 }  // namespace collector
