@@ -271,6 +271,8 @@ void NoteStackModules(const uint64_t* frames, int frame_count) {
   }
 }
 
+void ResetModuleMapAfterFork() { Unlock(); }
+
 void MaybeReemitModules(uint64_t now_ns) {
   uint64_t last = g_last_emit_ns.load(std::memory_order_relaxed);
   if (now_ns < last || now_ns - last < kReemitIntervalNs) return;

@@ -48,6 +48,10 @@ void EmitAllModules();
 // stack runs in that the table does not know yet.
 void NoteStackModules(const uint64_t* frames, int frame_count);
 
+// In a fork child: another thread of the parent may have held the table's
+// lock at the fork; it does not exist here, so the lock is released.
+void ResetModuleMapAfterFork();
+
 // From the sampled path: every kReemitIntervalNs, drops unloaded objects
 // and re-records the table. Does nothing when another thread is at it.
 void MaybeReemitModules(uint64_t now_ns);

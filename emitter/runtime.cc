@@ -340,6 +340,7 @@ void EndSession(int exit_status) {
 
 void RestartSessionInForkChild() {
   // The child's only thread inherited the forking thread's TLS.
+  ResetModuleMapAfterFork();
   tls_thread_state.tid = 0;
   tls_thread_state.name_generation = 0;
   g_lost_samples.store(0, std::memory_order_relaxed);

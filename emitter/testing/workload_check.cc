@@ -4,7 +4,7 @@
 // it can run unchanged inside a gVisor sandbox, where the ring files live.
 //
 // Usage: workload_check <scenario> <libringprof.so> <workload> [arg...]
-//   scenario: storm | fork | dlopen | nofp | config
+//   scenario: storm | fork | forkstorm | dlopen | nofp | config
 // Prints one `PASS`/`FAIL` line per check; exits 0 iff every check passed.
 #include <dirent.h>
 #include <fcntl.h>
@@ -647,6 +647,37 @@ void CheckConfig(const std::string& lib,
   }
 }
 
+// Forks under allocation pressure (RINGPROF_SAMPLE_BYTES=4096 makes the
+// parent's threads sample constantly): every child finished and wrote its
+// file with its two recorded blocks and ProcessEnd.
+void CheckForkStorm(const RunResult& run,
+                    const std::vector<RingContents>& rings) {
+  const auto report = ParseReport(run.output);
+  int children = 0, good = 0;
+  std::string bad;
+  for (auto [it, end] = report.equal_range("child"); it != end; ++it) {
+    ++children;
+    const int pid = std::stoi(it->second);
+    bool ok = false;
+    for (const RingContents& ring : rings) {
+      if (static_cast<int>(ring.info.pid) != pid) continue;
+      int blocks = 0;
+      for (const Sample& s : ring.samples) {
+        blocks += s.head.requested_size == (1u << 20);
+      }
+      ok = blocks == 2 && ring.process_ended && ring.exit_status == 0;
+    }
+    if (ok) {
+      ++good;
+    } else {
+      bad = it->second;
+    }
+  }
+  Check(children == 40 && good == 40, "fork storm children",
+        absl::StrCat(good, " of ", children, " children with a complete file",
+                     bad.empty() ? "" : "; e.g. not pid ", bad));
+}
+
 int Main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: %s storm|fork|dlopen|nofp LIB WORKLOAD [ARG...]\n",
@@ -675,6 +706,14 @@ int Main(int argc, char** argv) {
       // Room for every record of the run: the checks need a complete ring.
       "RINGPROF_RING_KIB=65536",
   };
+  if (scenario == "forkstorm") {
+    env.push_back("RINGPROF_SAMPLE_BYTES=4096");
+    // Small rings: 40 children each populate their own file.
+    for (std::string& kv : env) {
+      if (absl::StartsWith(kv, "RINGPROF_RING_KIB="))
+        kv = "RINGPROF_RING_KIB=1024";
+    }
+  }
   if (scenario == "config") {
     CheckConfig(lib, command, dir);
     printf("%s: %d check(s) failed\n", scenario.c_str(), g_failures);
@@ -701,6 +740,8 @@ int Main(int argc, char** argv) {
     CheckDlopen(run, rings, pid);
   } else if (scenario == "nofp") {
     CheckNofp(run, rings, pid);
+  } else if (scenario == "forkstorm") {
+    CheckForkStorm(run, rings);
   } else {
     Check(false, "scenario", "unknown: " + scenario);
   }

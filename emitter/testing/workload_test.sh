@@ -48,6 +48,7 @@ failed=0
 scenarios=(
   "storm ${workloads}/alloc_storm"
   "fork ${workloads}/fork_exec"
+  "forkstorm ${workloads}/fork_storm"
   "dlopen ${workloads}/dlopen_alloc ${workloads}/libdlopen_payload.so"
   "nofp ${workloads}/nofp_map"
   "config ${workloads}/alloc_storm 2 1 4"
