@@ -580,6 +580,7 @@ constexpr char kPageScript[] = R"html(</script>
     return t + s[0];
   }
   function fmt(v) {
+    if (v === 0) return '0';
     if (data.unit === 'nanoseconds') return scaled(v, [['s', 1e9], ['ms', 1e6], ['us', 1e3], ['ns', 1]]);
     if (data.unit === 'bytes') return scaled(v, [['TB', 1099511627776], ['GB', 1073741824], ['MB', 1048576], ['kB', 1024], ['B', 1]]);
     return String(v);

@@ -203,7 +203,11 @@ TEST(FlameGraphTreeTest, BoundsTheNodeCountKeepingTheHeaviestPaths) {
   }
   EXPECT_TRUE(heaviest_leaf_kept);
   // The page stays a size a browser opens quickly.
-  EXPECT_LT(RenderFlameGraphHtml(builder.profile(), 0, "big").size(), 4u << 20);
+  std::string html = RenderFlameGraphHtml(builder.profile(), 0, "big");
+  EXPECT_LT(html.size(), 4u << 20);
+  if (const char* dir = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR")) {
+    std::ofstream(std::string(dir) + "/big.html") << html;
+  }
 }
 
 int CountOccurrences(absl::string_view haystack, absl::string_view needle) {
@@ -313,7 +317,8 @@ TEST(DiffFlameGraphTest, FramesAbsentFromBaseAreFullyRed) {
 
 // A CPU profile shaped like a real C++ program, for looking at the pages:
 // they are written to $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/collector/
-// flamegraph_test/test.outputs/) as flame.html and diff.html.
+// flamegraph_test/test.outputs/) as flame.html and diff.html (and the
+// 50,000-frame page as big.html).
 Profile ExampleProfile(int parse_weight) {
   ProfileBuilder builder("cpu", "nanoseconds");
   const std::string parse =
