@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
@@ -307,6 +308,15 @@ class Debuginfod {
 
 class DwflSymbolizer;
 
+// A cached frame: function and file names are shared by every address
+// (deep C++ template names run to hundreds of bytes, repeated at every
+// address of a function and of its callers).
+struct PooledFrame {
+  const std::string* function;
+  const std::string* file;
+  int64_t line;
+};
+
 // One module's Dwfl session and its per-address results.
 struct LoadedModule {
   ~LoadedModule() {
@@ -316,7 +326,8 @@ struct LoadedModule {
   std::string build_id_hex;  // of the file actually opened (may be empty)
   Dwfl* dwfl = nullptr;      // null when no usable file was found
   Dwfl_Module* module = nullptr;
-  absl::flat_hash_map<uint64_t, std::vector<SymbolizedFrame>> frames_by_address;
+  // Results by looked-up ELF address; names live in the symbolizer's pool.
+  absl::flat_hash_map<uint64_t, std::vector<PooledFrame>> frames_by_address;
   // Built on first use of each CU, keyed by the CU DIE's offset.
   absl::flat_hash_map<Dwarf_Off, CuFunctionIndex> functions_by_cu;
 };
@@ -340,16 +351,27 @@ class DwflSymbolizer final : public Symbolizer {
     auto it = loaded.frames_by_address.find(lookup);
     if (it != loaded.frames_by_address.end()) {
       ++stats_.cache_hits;
-      return it->second;
+    } else {
+      std::vector<SymbolizedFrame> resolved;
+      if (loaded.module != nullptr && address >= module.load_bias) {
+        resolved = Resolve(loaded, lookup);
+      }
+      ++(resolved.empty() ? stats_.addresses_unresolved
+                          : stats_.addresses_resolved);
+      std::vector<PooledFrame> pooled;
+      pooled.reserve(resolved.size());
+      for (SymbolizedFrame& frame : resolved) {
+        pooled.push_back({Intern(std::move(frame.function)),
+                          Intern(std::move(frame.file)), frame.line});
+      }
+      it = loaded.frames_by_address.emplace(lookup, std::move(pooled)).first;
     }
     std::vector<SymbolizedFrame> frames;
-    if (loaded.module != nullptr && address >= module.load_bias) {
-      frames = Resolve(loaded, lookup);
+    frames.reserve(it->second.size());
+    for (const PooledFrame& frame : it->second) {
+      frames.push_back({*frame.function, *frame.file, frame.line});
     }
-    ++(frames.empty() ? stats_.addresses_unresolved
-                      : stats_.addresses_resolved);
-    return loaded.frames_by_address.emplace(lookup, std::move(frames))
-        .first->second;
+    return frames;
   }
 
   uint64_t misses() const override { return stats_.addresses_unresolved; }
@@ -423,6 +445,10 @@ class DwflSymbolizer final : public Symbolizer {
     return fd;
   }
 
+  const std::string* Intern(std::string name) {
+    return &*names_.insert(std::move(name)).first;
+  }
+
   // Files that may hold `module`, most direct first.
   std::vector<std::string> Candidates(const ModuleInfo& module) const {
     std::vector<std::string> candidates;
@@ -478,11 +504,13 @@ class DwflSymbolizer final : public Symbolizer {
   }
 
   LoadedModule& Load(const ModuleInfo& module) {
-    const std::string key = module.build_id_hex.empty()
-                                ? absl::StrCat("path:", module.path)
-                                : module.build_id_hex;
-    std::unique_ptr<LoadedModule>& slot = modules_[key];
-    if (slot != nullptr) return *slot;
+    auto& by_key =
+        module.build_id_hex.empty() ? modules_by_path_ : modules_by_build_id_;
+    absl::string_view key =
+        module.build_id_hex.empty() ? module.path : module.build_id_hex;
+    auto found = by_key.find(key);
+    if (found != by_key.end()) return *found->second;
+    std::unique_ptr<LoadedModule>& slot = by_key[key];
     slot = std::make_unique<LoadedModule>();
     slot->owner = this;
     for (const std::string& candidate : Candidates(module)) {
@@ -580,7 +608,14 @@ class DwflSymbolizer final : public Symbolizer {
   const SymbolizerOptions options_;
   SymbolizerStats stats_;
   Debuginfod debuginfod_;
-  absl::flat_hash_map<std::string, std::unique_ptr<LoadedModule>> modules_;
+  // Modules by build-id, and by path for those without one.
+  absl::flat_hash_map<std::string, std::unique_ptr<LoadedModule>>
+      modules_by_build_id_;
+  absl::flat_hash_map<std::string, std::unique_ptr<LoadedModule>>
+      modules_by_path_;
+  // Every function and file name seen, once; node-based so pointers into it
+  // stay valid.
+  absl::node_hash_set<std::string> names_;
 };
 
 }  // namespace

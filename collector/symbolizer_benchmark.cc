@@ -1,7 +1,7 @@
 // Symbolizer throughput on this benchmark's own executable: the collector's
 // steady state (every address already cached) against first-time
-// resolution through libdwfl, and against a bare hash-map lookup that
-// returns a copy of the same frames (the floor for the by-value contract).
+// resolution through libdwfl, and against a naive cache (a hash map of
+// frame vectors, copied out on every lookup).
 // Run by tools/bench.d/symbolizer.
 #include <elf.h>
 #include <link.h>
