@@ -3,6 +3,7 @@
 // three known functions, measuring those shares themselves.
 //
 //   accuracy_workload [--threads=N] [--cpu_seconds=S] [--truth=PATH]
+//                     [--chunks=C]
 //
 //  - SpinCompute: pure arithmetic, never allocates (invisible to allocation
 //    sampling);
@@ -16,7 +17,10 @@
 // sampler errs by at most about one period per chunk boundary), so what the
 // suite measures is bias. Around every call it reads
 // its CPU clock (CLOCK_THREAD_CPUTIME_ID), and the functions count the bytes
-// they request, so the truth is measured, not assumed. At the end the truth
+// they request, so the truth is measured, not assumed. With --chunks=C each
+// thread instead runs exactly C chunks of fixed work (a deterministic
+// amount, for overhead benchmarks: tools/bench.d/cpu_timer). At the end the
+// truth
 // is written as JSON (to PATH, else stdout):
 //
 //   {"threads": N, "wall_ns": ..., "process_cpu_ns": ...,
@@ -150,6 +154,7 @@ __attribute__((noinline)) uint64_t MixedWork(int64_t units, Rng& rng,
 struct Options {
   int threads = 2;
   double cpu_seconds = 2.0;
+  int chunks = 0;  // > 0: fixed work instead of a CPU budget
   std::string truth_path;
 };
 
@@ -166,7 +171,15 @@ void Worker(int index, const Options& options) {
   const int64_t budget_ns = static_cast<int64_t>(options.cpu_seconds * 1e9);
   const int64_t start_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
   int64_t now_ns = start_ns;
-  while (now_ns - start_ns < budget_ns) {
+  // Fixed-work mode: about 30 ms of CPU per chunk on this machine's cores.
+  constexpr int64_t kFixedUnits[kFunctionCount] = {75000, 210000, 13600};
+  if (options.chunks > 0) {
+    for (int f = 0; f < kFunctionCount; ++f)
+      units_per_chunk[f] = kFixedUnits[f];
+  }
+  int chunks_done = 0;
+  while (options.chunks > 0 ? chunks_done++ < options.chunks
+                            : now_ns - start_ns < budget_ns) {
     const int pick = static_cast<int>(rng.Next() % 100);
     const Function fn = pick < kPercent[0]                 ? kSpinCompute
                         : pick < kPercent[0] + kPercent[1] ? kAllocHeavy
@@ -198,7 +211,9 @@ void Worker(int index, const Options& options) {
     ++t.calls;
     // Units per chunk from the cumulative rate once 10 ms are measured
     // (gVisor's thread CPU clock advances in 10 ms steps); until then, grow.
-    if (t.cpu_ns >= 10000000) {
+    if (options.chunks > 0) {
+      // Fixed work: no adaptation.
+    } else if (t.cpu_ns >= 10000000) {
       units_per_chunk[fn] =
           1 + static_cast<int64_t>(static_cast<double>(t.units) * kChunkNs /
                                    static_cast<double>(t.cpu_ns));
@@ -222,6 +237,8 @@ bool ParseOptions(int argc, char** argv, Options* options) {
       options->threads = atoi(arg + 10);
     } else if (strncmp(arg, "--cpu_seconds=", 14) == 0) {
       options->cpu_seconds = atof(arg + 14);
+    } else if (strncmp(arg, "--chunks=", 9) == 0) {
+      options->chunks = atoi(arg + 9);
     } else if (strncmp(arg, "--truth=", 8) == 0) {
       options->truth_path = arg + 8;
     } else {
@@ -243,7 +260,8 @@ int main(int argc, char** argv) {
   Options options;
   if (!ParseOptions(argc, argv, &options)) {
     fprintf(stderr,
-            "usage: %s [--threads=N] [--cpu_seconds=S] [--truth=PATH]\n",
+            "usage: %s [--threads=N] [--cpu_seconds=S] [--truth=PATH] "
+            "[--chunks=C]\n",
             argv[0]);
     return 2;
   }
