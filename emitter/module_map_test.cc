@@ -1,0 +1,105 @@
+// The module map end to end inside one process: a session writing a real
+// ring file, a library loaded and unloaded at run time, and the records the
+// collector would see.
+#include "emitter/module_map.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "emitter/runtime.h"
+#include "emitter/session.h"
+#include "gtest/gtest.h"
+#include "ringfile/reader.h"
+#include "ringfile/test_util.h"
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+std::string PayloadPath() {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* workspace = getenv("TEST_WORKSPACE");
+  return std::string(srcdir ? srcdir : ".") + "/" +
+         (workspace ? workspace : "ringprof") +
+         "/examples/workloads/libdlopen_payload.so";
+}
+
+std::string TheRingFile(const std::string& dir) {
+  std::string found;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* entry = readdir(d)) {
+      if (absl::EndsWith(entry->d_name, ".ring"))
+        found = dir + "/" + entry->d_name;
+    }
+    closedir(d);
+  }
+  return found;
+}
+
+TEST(ModuleMapTest, LoadedObjectsAreRecordedAndUnloadsNoticed) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/modules";
+  setenv("RINGPROF_DIR", dir.c_str(), 1);
+  setenv("RINGPROF_CPU_HZ", "0", 1);
+  StartSession();
+  ASSERT_TRUE(Enabled());
+
+  void* library = dlopen(PayloadPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  void* function = dlsym(library, "PayloadAllocate");
+  ASSERT_NE(function, nullptr);
+  // A stack with a frame in the new library: it gets recorded.
+  const uint64_t frames[] = {reinterpret_cast<uintptr_t>(function) + 1};
+  NoteStackModules(frames, 1);
+  ASSERT_EQ(dlclose(library), 0);
+  // The next re-emission (normally at most every 5 s) notices the unload.
+  MaybeReemitModules(MonotonicNowNs() + 2 * kReemitIntervalNs);
+  EndSession(0);
+
+  auto records = ringfile::testing::ReadAllRecords(TheRingFile(dir));
+  ASSERT_TRUE(records.ok()) << records.status();
+  bool executable = false, libc = false;
+  std::vector<ringfile::ModuleMap> payload_maps;
+  std::vector<ringfile::ModuleUnmap> unmaps;
+  for (const auto& record : *records) {
+    const ringfile::RecordView view = record.view();
+    if (view.type == ringfile::RecordType::kModuleMap) {
+      auto map = ringfile::DecodeModuleMap(view);
+      ASSERT_TRUE(map.ok());
+      const std::string path(map->path);
+      if (path == ExecutablePath() && map->build_id.size() > 0)
+        executable = true;
+      if (absl::StrContains(path, "libc.so")) libc = true;
+      if (absl::EndsWith(path, "libdlopen_payload.so")) {
+        EXPECT_GT(map->build_id.size(), 0u);
+        EXPECT_LE(map->head.start, frames[0]);
+        EXPECT_GT(map->head.start + map->head.size, frames[0]);
+        payload_maps.push_back(map->head);
+      }
+    } else if (view.type == ringfile::RecordType::kModuleUnmap) {
+      auto unmap = ringfile::DecodeModuleUnmap(view);
+      ASSERT_TRUE(unmap.ok());
+      unmaps.push_back(*unmap);
+    }
+  }
+  EXPECT_TRUE(executable);
+  EXPECT_TRUE(libc);
+  ASSERT_EQ(payload_maps.size(), 1u);
+  bool payload_unmapped = false;
+  for (const auto& unmap : unmaps) {
+    if (unmap.start == payload_maps[0].start &&
+        unmap.size == payload_maps[0].size) {
+      payload_unmapped = true;
+    }
+  }
+  EXPECT_TRUE(payload_unmapped) << unmaps.size() << " unmap records";
+}
+
+}  // namespace
+}  // namespace emitter
+}  // namespace ringprof
