@@ -521,7 +521,7 @@ void BackOff(int signo) {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   if (!g_reported_backoff.exchange(true)) {
     Line()
-        .Add("ringprof: the application installs a handler for signal ")
+        .Add("ringprof: the application uses signal ")
         .AddInt(signo)
         .Add(
             "; CPU-timer sampling stopped (set RINGPROF_CPU_SIGNAL to "
@@ -680,15 +680,25 @@ RINGPROF_INTERPOSE_SIGNAL_FN(sigset)
 
 #undef RINGPROF_INTERPOSE_SIGNAL_FN
 
-// Waiting for signals: a thread that blocks every signal and waits for all
-// of them (a sigwait thread, a signalfd) must not be handed a sample signal
-// left pending by its timer. Our signal is taken out of the wait set; it
-// stays pending, unseen, and the timer counts overruns instead of queueing.
+// Waiting for signals. A thread that blocks every signal and waits for all
+// of them (a sigwait thread, a signalfd over a full set) must not be handed
+// a sample signal left pending by its timer: when the set holds every
+// real-time signal, ours is taken out; it stays pending, unseen, and the
+// timer counts overruns instead of queueing more. A set that names our
+// signal but not all real-time signals means the application uses that
+// signal itself (e.g. its own timer_create + sigwait): the sampler backs off
+// and the call goes through unchanged.
 namespace {
 bool WithoutOurSignal(const sigset_t* set, sigset_t* stripped) {
   if (set == nullptr) return false;
   const int signo = ringprof::emitter::g_signal;
   if (!OwnsSignal(signo) || sigismember(set, signo) != 1) return false;
+  for (int rt = SIGRTMIN; rt <= SIGRTMAX; ++rt) {
+    if (sigismember(set, rt) != 1) {
+      BackOff(signo);
+      return false;
+    }
+  }
   *stripped = *set;
   sigdelset(stripped, signo);
   return true;

@@ -3,15 +3,22 @@
 # `ringprof run` with CPU-timer sampling on, natively or inside gVisor
 # (`runsc --rootless --network=host do`, collector and comparison inside the
 # sandbox too). Asserts what is reliably met:
-#   - CPU shares: L1 distance to the truth <= 0.05;
+#   - CPU shares: L1 distance to the truth <= 0.05 (gVisor: 0.12, below);
 #   - alloc_space per allocating function within +-5% of the bytes requested;
 #   - SpinCompute, which never allocates, has no allocation bytes.
 # The full table, and allocation-only mode, are in tools/bench.d/accuracy.
+#
+# In gVisor the CPU bound is 0.12: timer expiries there are partly noticed
+# only when the thread next enters the sentry (a system call), which moves
+# some samples to the workload's clock_gettime calls; typical runs measure
+# 0.01-0.04, a loaded machine up to 0.10 (README.md, "Results").
 #
 # Usage: accuracy_test.sh native|gvisor
 set -uo pipefail
 
 mode=${1:?native|gvisor}
+max_l1=0.05
+[[ ${mode} == gvisor ]] && max_l1=0.12
 root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
 work=$(mktemp -d /tmp/ringprof-accuracy.XXXXXX)
 trap 'rm -rf "${work}"' EXIT
@@ -42,14 +49,15 @@ if ((status != 0)); then
   exit 1
 fi
 
-/usr/bin/python3 - "${work}/run/result.json" <<'PY'
+/usr/bin/python3 - "${work}/run/result.json" "${max_l1}" <<'PY'
 import json
 import sys
 
 result = json.load(open(sys.argv[1]))
+max_l1 = float(sys.argv[2])
 failures = []
-if not result["cpu_l1"] <= 0.05:
-    failures.append("CPU shares: L1 %.3f > 0.05" % result["cpu_l1"])
+if not result["cpu_l1"] <= max_l1:
+    failures.append("CPU shares: L1 %.3f > %.2f" % (result["cpu_l1"], max_l1))
 for name in ("AllocHeavy", "MixedWork"):
     ratio = result["alloc"][name]["ratio"]
     if ratio is None or not 0.95 <= ratio <= 1.05:

@@ -38,7 +38,8 @@ check threads "" RINGPROF_CPU_HZ=100
 check fork "" RINGPROF_CPU_HZ=100
 check leftovers "" RINGPROF_CPU_HZ=100
 check leftovers "" RINGPROF_CPU_HZ=100 RINGPROF_CPU_SIGNAL=40
-check backoff "installs a handler for signal 60" RINGPROF_CPU_HZ=100
+check backoff "the application uses signal 60" RINGPROF_CPU_HZ=100
+check own_sigwait "the application uses signal 60" RINGPROF_CPU_HZ=100
 check preinstalled "signal 60 is already handled" RINGPROF_CPU_HZ=100
 check leftovers "ignoring RINGPROF_CPU_HZ='fast'" RINGPROF_CPU_HZ=fast
 check leftovers "ignoring RINGPROF_CPU_SIGNAL='SIGUSR1'" \

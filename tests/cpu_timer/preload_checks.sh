@@ -126,8 +126,14 @@ echo "    ring files with CPU samples: ${with_samples}"
 
 # 5. The application takes the signal after start: the sampler backs off.
 run backoff backoff RINGPROF_CPU_HZ=100
-grep -q "installs a handler for signal ${signal}" "${work}/backoff.err" ||
+grep -q "the application uses signal ${signal}" "${work}/backoff.err" ||
   fail "backoff: no report on stderr"
+
+# 5b. The application uses the signal without a handler (its own timer and
+#     sigwait): it gets all its signals, the sampler backs off.
+run own_sigwait own_sigwait RINGPROF_CPU_HZ=100
+grep -q "the application uses signal ${signal}" "${work}/own_sigwait.err" ||
+  fail "own_sigwait: no report on stderr"
 
 # 6. The signal is taken before start (an inherited SIG_IGN): no sampling.
 trap '' "${signal}"

@@ -501,6 +501,52 @@ int ScenarioBackoff() {
   return g_failures.load() == 0 ? 0 : 1;
 }
 
+// --- scenario: own_sigwait ------------------------------------------------
+// The application uses the sampler's signal without a handler: blocks it,
+// raises it from its own timer and waits for it with sigwaitinfo. It must
+// get every one of its signals (the sampler backs off).
+
+int ScenarioOwnSigwait() {
+  const int signo = SamplerSignal();
+  Spin(50000000);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signo);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  struct sigevent event;
+  memset(&event, 0, sizeof(event));
+  event.sigev_notify = SIGEV_SIGNAL;
+  event.sigev_signo = signo;
+  event.sigev_value.sival_int = 12345;
+  timer_t timer;
+  if (timer_create(CLOCK_MONOTONIC, &event, &timer) != 0) {
+    Fail("timer_create");
+    return 1;
+  }
+  const struct itimerspec every_5ms = {{0, 5000000}, {0, 5000000}};
+  timer_settime(timer, 0, &every_5ms, nullptr);
+  int own = 0;
+  int foreign = 0;
+  const int64_t deadline = MonotonicNs() + 10000000000;
+  while (own < 20 && MonotonicNs() < deadline) {
+    siginfo_t info;
+    const struct timespec timeout = {0, 100000000};
+    if (sigtimedwait(&set, &info, &timeout) != signo) continue;
+    if (info.si_code == SI_TIMER && info.si_value.sival_int == 12345) {
+      ++own;
+    } else {
+      ++foreign;
+    }
+    Spin(2000000);
+  }
+  timer_delete(timer);
+  Stat("own_timer_signals", own);
+  Stat("foreign_signals", foreign);
+  if (own != 20) Fail("the application's own timer signals were lost");
+  if (foreign != 0) Fail("sigwait returned sampler signals");
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
 // --- scenario: preinstalled ------------------------------------------------
 // The signal is already handled when the sampler starts (in-process build:
 // installed before ProcessStarted; LD_PRELOAD: inherited SIG_IGN).
@@ -658,7 +704,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: %s sensitive|backoff|preinstalled|threads|fork|"
-            "leftovers|spin\n",
+            "leftovers|own_sigwait|spin\n",
             argv[0]);
     return 2;
   }
@@ -682,6 +728,7 @@ int main(int argc, char** argv) {
   if (strcmp(scenario, "fork") == 0) status = ScenarioFork();
   if (strcmp(scenario, "leftovers") == 0) status = ScenarioLeftovers();
   if (strcmp(scenario, "spin") == 0) status = ScenarioSpin();
+  if (strcmp(scenario, "own_sigwait") == 0) status = ScenarioOwnSigwait();
   printf("result %s %s\n", scenario, status == 0 ? "ok" : "failed");
   return status;
 }
