@@ -7,6 +7,7 @@
 //   scenario: storm | fork | forkstorm | dlopen | nofp | config
 // Prints one `PASS`/`FAIL` line per check; exits 0 iff every check passed.
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -14,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -67,9 +70,12 @@ std::string ReadFile(const std::string& path) {
   return text;
 }
 
+// `pre_exec` runs in the child just before exec (same pid and start time
+// as the workload will have).
 RunResult RunWorkload(const std::vector<std::string>& argv,
                       const std::vector<std::string>& env, int timeout_s,
-                      const std::string& stderr_path) {
+                      const std::string& stderr_path,
+                      const std::function<void()>& pre_exec = nullptr) {
   RunResult result;
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) return result;
@@ -85,6 +91,7 @@ RunResult RunWorkload(const std::vector<std::string>& argv,
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(strdup(a.c_str()));
     args.push_back(nullptr);
+    if (pre_exec) pre_exec();
     execv(args[0], args.data());
     _exit(127);
   }
@@ -164,6 +171,10 @@ std::vector<RingContents> ReadRings(const std::string& dir) {
   while (dirent* entry = readdir(d)) {
     const std::string name = entry->d_name;
     if (!absl::EndsWith(name, ".ring")) continue;
+    struct stat st;
+    if (lstat((dir + "/" + name).c_str(), &st) != 0 || S_ISLNK(st.st_mode)) {
+      continue;  // only files the emitter created (see the symlink check)
+    }
     RingContents ring;
     ring.file = dir + "/" + name;
     auto reader = ringfile::RingReader::Open(ring.file);
@@ -627,6 +638,57 @@ void CheckConfig(const std::string& lib,
     Check(CountLines(run.errors, "ringprof: ignoring RINGPROF_") == 3 &&
               CountLines(run.errors, "ringprof:") == 3,
           "config bad values: one line each", run.errors);
+  }
+  {
+    // The name the emitter will want is taken by a symlink to a file it did
+    // not create: it must neither follow nor replace it, and use the next
+    // name instead.
+    const std::string dir = base_dir + "-symlink";
+    mkdir(dir.c_str(), 0700);
+    const std::string victim = dir + "/victim";
+    FILE* f = fopen(victim.c_str(), "w");
+    if (f != nullptr) {
+      fputs("precious", f);
+      fclose(f);
+    }
+    const std::string service = command[0].substr(command[0].rfind('/') + 1);
+    auto plant_symlink = [&] {
+      // /proc/self/stat field 22, as the emitter reads it after exec.
+      std::string stat = ReadFile("/proc/self/stat");
+      std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+      std::string field;
+      for (int i = 3; i <= 22; ++i) fields >> field;
+      const std::string name =
+          absl::StrCat(dir, "/", service, ".", getpid(), ".", field, ".ring");
+      symlink(victim.c_str(), name.c_str());
+    };
+    const RunResult run = RunWorkload(command, {preload, "RINGPROF_DIR=" + dir},
+                                      60, err, plant_symlink);
+    const std::vector<RingContents> rings = ReadRings(dir);
+    Check(run.exit_code == 0 && ReadFile(victim) == "precious" &&
+              rings.size() == 1 && absl::EndsWith(rings[0].file, ".1.ring"),
+          "config symlink at the file name: not followed, not replaced",
+          absl::StrCat("exit=", run.exit_code, " victim='", ReadFile(victim),
+                       "' files=", rings.size(),
+                       rings.empty() ? "" : " " + rings[0].file));
+  }
+  {
+    // A full disk: a 1 MiB tmpfs cannot hold the default 8 MiB ring.
+    const std::string dir = base_dir + "-full";
+    mkdir(dir.c_str(), 0700);
+    if (mount("none", dir.c_str(), "tmpfs", 0, "size=1m") != 0) {
+      printf("NOTE config full disk: not run (mount: %s)\n", strerror(errno));
+    } else {
+      const RunResult run =
+          RunWorkload(command, {preload, "RINGPROF_DIR=" + dir}, 60, err);
+      const int files = CountRingFiles(dir);
+      umount(dir.c_str());
+      Check(run.finished && run.exit_code == 0 && files == 0 &&
+                CountLines(run.errors, "ringprof: cannot create") == 1,
+            "config full disk: runs, no file left, one line",
+            absl::StrCat("exit=", run.exit_code, " files=", files,
+                         " stderr=", run.errors));
+    }
   }
   for (const char* mode : {"0600", "0640"}) {
     const std::string dir = absl::StrCat(base_dir, "-mode", mode);
