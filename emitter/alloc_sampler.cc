@@ -39,9 +39,10 @@ uint64_t ThreadSeed() {
 }  // namespace
 
 __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
-  const SampleDecision decision =
-      OnCountdownExpired(tls_thread_state.sampler, SessionSamplerParams(), size,
-                         MonotonicNowNs, ThreadSeed());
+  SamplerState& state = tls_thread_state.sampler;
+  const uint64_t seed = state.rng == 0 ? ThreadSeed() : 0;  // first time only
+  const SampleDecision decision = OnCountdownExpired(
+      state, SessionSamplerParams(), size, MonotonicNowNs, seed);
   if (!decision.sample || !Enabled()) return;
   ReentryGuard guard;
   if (!guard.entered()) {

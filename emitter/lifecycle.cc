@@ -11,12 +11,13 @@
 //    CPU timer and sets a pthread key whose destructor records ThreadExit
 //    (it runs for return, pthread_exit and cancellation alike).
 //  - fork: a pthread_atfork child handler gives the child its own session
-//    (its file is created by its first record) and re-arms the CPU timer. Registered in the constructor, it runs
-//    before handlers the program registers later. vfork and posix_spawn run
-//    no handlers and the emitter does nothing in such a child: it shares
-//    the parent's memory and only execs. exec: the new image loads
-//    libringprof.so again through the inherited LD_PRELOAD and starts its
-//    own file (a new name, see runtime.cc).
+//    (its file is created by its first record) and re-arms the CPU timer.
+//    Registered in the constructor, it runs before handlers the program
+//    registers later. vfork and posix_spawn run no handlers and the emitter
+//    does nothing in such a child: it shares the parent's memory and only
+//    execs. exec: the new image loads libringprof.so again through the
+//    inherited LD_PRELOAD and starts its own file (a new name, see
+//    runtime.cc).
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
