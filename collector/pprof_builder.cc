@@ -227,6 +227,17 @@ perftools::profiles::Profile PprofBuilder::Emit(size_t keep) const {
   };
 
   std::vector<size_t> order = SamplesByPrimaryValue();
+  // Mappings in the order they were interned (callers intern the main
+  // binary first: pprof treats the first mapping as the program).
+  std::vector<bool> mapping_used(mappings_.size() + 1, false);
+  for (size_t rank = 0; rank < order.size() && rank < keep; ++rank) {
+    for (LocationId id : samples_[order[rank]].stack) {
+      mapping_used[locations_[id - 1].mapping] = true;
+    }
+  }
+  for (MappingId id = 1; id <= mappings_.size(); ++id) {
+    if (mapping_used[id]) emit_mapping(id);
+  }
   std::vector<int64_t> trimmed(spec_.sample_types.size(), 0);
   bool any_trimmed = false;
   for (size_t rank = 0; rank < order.size(); ++rank) {

@@ -145,7 +145,8 @@ absl::StatusOr<perftools::profiles::Profile> ReadProfileFile(
                         absl::StrCat(path, ": ", raw.status().message()));
   }
   perftools::profiles::Profile profile;
-  if (!profile.ParseFromString(*raw)) {
+  // An empty or unrelated file may parse as an empty message.
+  if (!profile.ParseFromString(*raw) || profile.sample_type_size() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a pprof profile"));
   }

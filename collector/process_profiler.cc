@@ -306,6 +306,26 @@ void ProcessProfiler::EmitWindowsBefore(int64_t unix_ns) {
   }
 }
 
+MappingSpec ProcessProfiler::MappingOf(const ModuleInfo& module) {
+  MappingSpec spec;
+  spec.memory_start = module.start;
+  spec.memory_limit = module.start + module.size;
+  spec.file_offset = module.file_offset;
+  spec.filename = module.path;
+  spec.build_id = module.build_id_hex;
+  return spec;
+}
+
+void ProcessProfiler::InternMainMapping(PprofBuilder& builder) const {
+  // pprof takes the first mapping for the main binary ("File:" in -top).
+  for (const Module& module : modules_) {
+    if (module.path == info_.executable) {
+      builder.InternMapping(MappingOf(module));
+      return;
+    }
+  }
+}
+
 PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
     uint32_t index, PprofBuilder& builder,
     absl::flat_hash_map<uint32_t, uint32_t>& memo) {
@@ -348,12 +368,7 @@ PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
   }
   PprofBuilder::MappingId mapping = 0;
   if (module != nullptr) {
-    MappingSpec spec;
-    spec.memory_start = module->start;
-    spec.memory_limit = module->start + module->size;
-    spec.file_offset = module->file_offset;
-    spec.filename = module->path;
-    spec.build_id = module->build_id_hex;
+    MappingSpec spec = MappingOf(*module);
     spec.has_functions = resolved;
     spec.has_filenames = resolved && !lines.front().filename.empty();
     spec.has_line_numbers = has_lines;
@@ -453,6 +468,7 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
     spec.time_nanos = from;
     spec.duration_nanos = until - from;
     PprofBuilder builder(spec, options_.limits);
+    InternMainMapping(builder);
     absl::flat_hash_map<uint32_t, uint32_t> memo;
     for (const auto& [id, ns] : cpu) {
       AppendStack(id, builder, memo, stack);
@@ -468,6 +484,7 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
     spec.time_nanos = from;
     spec.duration_nanos = until - from;
     PprofBuilder builder(spec, options_.limits);
+    InternMainMapping(builder);
     absl::flat_hash_map<uint32_t, uint32_t> memo;
     for (const auto& [id, values] : window.alloc) {
       AppendStack(id, builder, memo, stack);

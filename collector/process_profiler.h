@@ -140,6 +140,8 @@ class ProcessProfiler {
   void AppendStack(uint32_t stack, PprofBuilder& builder,
                    absl::flat_hash_map<uint32_t, uint32_t>& memo,
                    std::vector<PprofBuilder::LocationId>& out);
+  static MappingSpec MappingOf(const ModuleInfo& module);
+  void InternMainMapping(PprofBuilder& builder) const;
   PprofBuilder::LocationId BuilderLocation(
       uint32_t location, PprofBuilder& builder,
       absl::flat_hash_map<uint32_t, uint32_t>& memo);

@@ -48,7 +48,7 @@ check_hot() {
         if (name == "main" || name ~ /RunWorkload/ || name == "_start" ||
             name ~ /^__libc_start/ ||
             name ~ /^libc\.so/) next
-        if (name == "HotLoop") { hot = cum; next }
+        if (name ~ /HotLoop/) { if (cum > hot) hot = cum; next }
         if (cum > other) { other = cum; other_name = name }
       }
       END {

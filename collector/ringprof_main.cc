@@ -257,6 +257,10 @@ int RunCommand(const std::vector<std::string>& command) {
     if (!dir.ok()) return Fail(dir.status());
     options->drainer.ring_dir = *dir;
     own_ring_dir = true;
+  } else {
+    // The emitter creates files there: it must exist and be writable.
+    absl::Status dir = EnsureWritableDirectory(options->drainer.ring_dir);
+    if (!dir.ok()) return Fail(dir);
   }
   // Before any thread exists, so that all of them inherit the mask.
   BlockForwardedSignals();
