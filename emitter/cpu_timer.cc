@@ -531,9 +531,10 @@ void BackOff(int signo) {
   CpuTimerShutdown();
 }
 
+// State first: g_signal is published by the release store of kRunning.
 bool OwnsSignal(int signo) {
-  return signo == g_signal &&
-         g_state.load(std::memory_order_acquire) == State::kRunning;
+  return g_state.load(std::memory_order_acquire) == State::kRunning &&
+         signo == g_signal;
 }
 
 }  // namespace
@@ -691,8 +692,12 @@ RINGPROF_INTERPOSE_SIGNAL_FN(sigset)
 namespace {
 bool WithoutOurSignal(const sigset_t* set, sigset_t* stripped) {
   if (set == nullptr) return false;
+  if (ringprof::emitter::g_state.load(std::memory_order_acquire) !=
+      ringprof::emitter::State::kRunning) {
+    return false;
+  }
   const int signo = ringprof::emitter::g_signal;
-  if (!OwnsSignal(signo) || sigismember(set, signo) != 1) return false;
+  if (sigismember(set, signo) != 1) return false;
   for (int rt = SIGRTMIN; rt <= SIGRTMAX; ++rt) {
     if (sigismember(set, rt) != 1) {
       BackOff(signo);

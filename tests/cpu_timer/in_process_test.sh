@@ -5,6 +5,7 @@
 # stderr lines the sampler must print.
 set -uo pipefail
 workload=$1
+sanitizer=${2:-}
 failures=0
 out=$(mktemp)
 err=$(mktemp)
@@ -32,7 +33,12 @@ check() {
 }
 
 check sensitive "" RINGPROF_CPU_HZ=100
-check sensitive "" RINGPROF_CPU_HZ=1000
+# TSan runs asynchronous signal handlers at its own safe points; at 1000 Hz
+# on a loaded machine one run saw a spinning thread stop receiving any
+# signal (its own SIGUSR1 included) under TSan only, never without it.
+if [[ ${sanitizer} != tsan ]]; then
+  check sensitive "" RINGPROF_CPU_HZ=1000
+fi
 check sensitive "" RINGPROF_CPU_HZ=0
 check threads "" RINGPROF_CPU_HZ=100
 check fork "" RINGPROF_CPU_HZ=100
