@@ -93,8 +93,10 @@ absl::StatusOr<ThreadExit> DecodeThreadExit(const RecordView& record);
 struct PollOptions {
   // Upper bound of records delivered by one Poll (keeps a call bounded).
   uint32_t max_records = 1u << 16;
-  // The reader's CLOCK_MONOTONIC now; a slot that stays uncommitted behind
-  // the write cursor for longer than stall_timeout_ns is skipped as lost.
+  // The reader's clock now (any monotonic nanosecond clock, used only to
+  // time stalls; 0 = read CLOCK_MONOTONIC); a slot that stays uncommitted
+  // behind the write cursor for longer than stall_timeout_ns is skipped as
+  // lost.
   uint64_t now_ns = 0;
   uint64_t stall_timeout_ns = 1'000'000'000;
   // Set when the writer process is known dead: uncommitted slots are skipped
@@ -127,8 +129,10 @@ class RingReader {
   virtual const FileInfo& info() const = 0;
 
   // Delivers newly committed records (per ring, in index order; rings are
-  // visited round-robin) and accumulates loss into `stats`. An error means
-  // the file became unusable (e.g. truncated under us); stats stay valid.
+  // visited round-robin) and accumulates loss into `stats`. Bounded: at
+  // most max_records deliveries and 2 * slots_per_ring slots examined per
+  // ring. An error means the file became unusable (e.g. truncated under us,
+  // counters going backwards); later calls fail too; stats stay valid.
   virtual absl::Status Poll(const PollOptions& options, RecordVisitor& visitor,
                             PollStats& stats) = 0;
 
