@@ -1,6 +1,8 @@
 #include "emitter/cfi_unwinder.h"
 
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/ucontext.h>
 
 #include <atomic>
 #include <cstddef>
@@ -19,7 +21,15 @@ constexpr uint64_t kRsp = 7;
 constexpr uint64_t kReturnAddress = 16;
 
 struct Rule {
-  enum Kind : uint8_t { kUnsupported, kOutermost, kStep } kind = kUnsupported;
+  // kSignalFrame: the kernel's rt_sigreturn trampoline (glibc's
+  // __restore_rt); the interrupted registers are in the ucontext_t the
+  // kernel pushed, which starts at the trampoline frame's stack pointer.
+  enum Kind : uint8_t {
+    kUnsupported,
+    kOutermost,
+    kStep,
+    kSignalFrame
+  } kind = kUnsupported;
   bool cfa_from_rbp = false;
   uint32_t cfa_offset = 0;  // CFA = (rbp or rsp) + cfa_offset
   uint32_t rbp_slot = 0;    // 0: rbp unchanged; n: saved at CFA - 8n
@@ -27,7 +37,8 @@ struct Rule {
 
 // One word per entry: tag (pc >> 12, 36 bits) << 28 | rbp_slot (8 bits) << 20
 // | cfa_offset (19 bits) << 1 | cfa_from_rbp. cfa_offset 0 means outermost
-// frame, 1 means unsupported (neither is a valid step). A word is only ever
+// frame, 1 unsupported, 2 signal frame (none is a valid step: a CFA is at
+// least 16 bytes above the stack pointer). A word is only ever
 // replaced whole, so a reader sees some entry's complete rule and the tag
 // tells whether it is this pc's.
 constexpr int kCacheBits = 12;
@@ -35,11 +46,13 @@ constexpr uint64_t kMaxCfaOffset = (1u << 19) - 1;
 std::atomic<uint64_t> g_rule_cache[1 << kCacheBits];
 
 constexpr uint64_t kUnsupportedOffset = 1;
+constexpr uint64_t kSignalFrameOffset = 2;
 
 uint64_t Encode(uint64_t pc, const Rule& rule) {
   uint64_t offset = rule.cfa_offset;
   if (rule.kind == Rule::kOutermost) offset = 0;
   if (rule.kind == Rule::kUnsupported) offset = kUnsupportedOffset;
+  if (rule.kind == Rule::kSignalFrame) offset = kSignalFrameOffset;
   return (pc >> kCacheBits) << 28 | uint64_t{rule.rbp_slot} << 20 |
          offset << 1 | (rule.cfa_from_rbp ? 1 : 0);
 }
@@ -52,6 +65,7 @@ bool Decode(uint64_t pc, uint64_t word, Rule* rule) {
   rule->cfa_offset = static_cast<uint32_t>(offset);
   rule->kind = offset == 0                    ? Rule::kOutermost
                : offset == kUnsupportedOffset ? Rule::kUnsupported
+               : offset == kSignalFrameOffset ? Rule::kSignalFrame
                                               : Rule::kStep;
   return true;
 }
@@ -369,6 +383,7 @@ Rule ComputeRule(uint64_t pc) {
   if (ra_register != kReturnAddress) return rule;
   uint8_t fde_encoding = 0;
   bool has_augmentation_data = false;
+  bool signal_frame = false;
   if (augmentation[0] == 'z') {
     has_augmentation_data = true;
     const uint64_t length = cie_reader.Uleb();
@@ -388,7 +403,10 @@ Rule ComputeRule(uint64_t pc) {
         case 'L':
           cie_reader.Fixed<uint8_t>();
           break;
-        default:  // 'S' (signal frame) and anything unknown
+        case 'S':
+          signal_frame = true;
+          break;
+        default:  // anything unknown
           return rule;
       }
     }
@@ -403,6 +421,19 @@ Rule ComputeRule(uint64_t pc) {
     return rule;
   }
   if (has_augmentation_data) fde_reader.Skip(fde_reader.Uleb());
+  if (signal_frame) {
+    // Only the kernel's trampoline is understood: "mov $15, %rax; syscall"
+    // (rt_sigreturn) at the return address, i.e. at pc + 1. The bytes are
+    // inside the FDE's range of a loaded object, so readable.
+    static constexpr uint8_t kRtSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
+                                               0x00, 0x00, 0x0f, 0x05};
+    if (pc + 1 + sizeof(kRtSigreturn) <= pc_begin + pc_range &&
+        memcmp(reinterpret_cast<const void*>(pc + 1), kRtSigreturn,
+               sizeof(kRtSigreturn)) == 0) {
+      rule.kind = Rule::kSignalFrame;
+    }
+    return rule;
+  }
 
   Row row;
   if (!Execute(cie_reader, code_align, data_align, 0, ~uint64_t{0}, row, row)) {
@@ -467,6 +498,9 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
     return address >= rsp && address + 8 <= stack_high &&
            (stack_low == 0 || address >= stack_low);
   };
+  // False for the frame a signal interrupted: its pc is the exact
+  // instruction, not a return address.
+  bool pc_is_return_address = true;
   for (int steps = 0; steps < 4096; ++steps) {
     if (pc == 0) return count;
     if (skip > 0) {
@@ -477,9 +511,33 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
     } else {
       frames[count++] = pc;
     }
-    // pc is a return address: its call instruction is at pc - 1.
-    const Rule rule = RuleFor(pc - 1);
+    // A return address's call instruction is at pc - 1.
+    const Rule rule = RuleFor(pc_is_return_address ? pc - 1 : pc);
+    pc_is_return_address = true;
     if (rule.kind == Rule::kOutermost) return count;
+    if (rule.kind == Rule::kSignalFrame) {
+      // The ucontext_t the kernel pushed starts at the stack pointer.
+      constexpr uint64_t kGregs = offsetof(ucontext_t, uc_mcontext.gregs);
+      const uint64_t context = rsp;
+      if (!in_stack(context + kGregs + 8 * REG_RBP) ||
+          !in_stack(context + kGregs + 8 * REG_RSP) ||
+          !in_stack(context + kGregs + 8 * REG_RIP)) {
+        return -1;
+      }
+      uint64_t interrupted_rsp;
+      memcpy(&interrupted_rsp,
+             reinterpret_cast<const void*>(context + kGregs + 8 * REG_RSP), 8);
+      memcpy(&rbp,
+             reinterpret_cast<const void*>(context + kGregs + 8 * REG_RBP), 8);
+      memcpy(&pc, reinterpret_cast<const void*>(context + kGregs + 8 * REG_RIP),
+             8);
+      if (interrupted_rsp <= context || interrupted_rsp >= stack_high) {
+        return -1;
+      }
+      rsp = interrupted_rsp;
+      pc_is_return_address = false;
+      continue;
+    }
     if (rule.kind != Rule::kStep) return -1;
     const uint64_t cfa = (rule.cfa_from_rbp ? rbp : rsp) + rule.cfa_offset;
     if (cfa <= rsp || !in_stack(cfa - 8)) return -1;

@@ -8,9 +8,12 @@
 // or saved at CFA-8n; this walker knows exactly those and nothing else.
 //
 // Contract:
-//  - Returns -1 whenever a frame needs anything else (signal frames, CFA
-//    expressions, stack realignment, 64-bit DWARF, unknown augmentations,
-//    a stack address outside [stack_low, stack_high]): the caller then uses
+//  - Also steps through the kernel's signal frame (glibc's __restore_rt,
+//    recognised by its 'S' FDE and its rt_sigreturn instructions) into the
+//    interrupted frame, whose registers are in the pushed ucontext_t.
+//  - Returns -1 whenever a frame needs anything else (CFA expressions,
+//    stack realignment, 64-bit DWARF, unknown augmentations, a stack
+//    address outside [stack_low, stack_high]): the caller then uses
 //    libgcc's unwinder for the whole stack, so results never depend on
 //    which walker ran (stack_capture_test compares the two).
 //  - Reads only: the caller's stack between the current frame and

@@ -182,6 +182,11 @@ extern "C" __attribute__((noinline)) void RingprofTestBoth(BothWalkers* out) {
   asm volatile("" ::: "memory");
 }
 
+extern "C" __attribute__((noinline)) void RingprofTestRaise2() {
+  raise(SIGUSR2);
+  asm volatile("" ::: "memory");
+}
+
 BothWalkers g_from_qsort;
 int CompareAndCapture(const void* a, const void* b) {
   if (g_from_qsort.fast.count == 0) RingprofTestBoth(&g_from_qsort);
@@ -230,6 +235,27 @@ TEST(CfiWalkerTest, SameStackAsLibgccInANewThread) {
   });
   thread.join();
   ExpectSameStacks(both);
+}
+
+BothWalkers g_from_handler;
+void CaptureBothInHandler(int) { RingprofTestBoth(&g_from_handler); }
+
+TEST(CfiWalkerTest, SameStackAsLibgccThroughASignalFrame) {
+  ThreadStackBounds bounds;
+  struct sigaction action = {};
+  action.sa_handler = CaptureBothInHandler;
+  struct sigaction old;
+  ASSERT_EQ(sigaction(SIGUSR2, &action, &old), 0);
+  g_from_handler = BothWalkers();
+  RingprofTestRaise2();
+  sigaction(SIGUSR2, &old, nullptr);
+  ExpectSameStacks(g_from_handler);
+  bool found = false;
+  for (int i = 0; i < g_from_handler.fast.count; ++i) {
+    found |= FunctionOf(g_from_handler.fast.frames[i]) ==
+             reinterpret_cast<const void*>(&RingprofTestRaise2);
+  }
+  EXPECT_TRUE(found) << "the interrupted code's caller is missing";
 }
 
 TEST(CfiWalkerTest, CachedRulesGiveTheSameAnswer) {
