@@ -35,11 +35,9 @@
 #include "collector/local_sink.h"
 #include "collector/log.h"
 #include "collector/pprof_io.h"
+#include "collector/shipping/pyroscope_sink.h"
 #include "collector/symbolizer.h"
 #include "ringfile/reader.h"
-#ifdef RINGPROF_WITH_SHIPPING
-#include "collector/shipping/pyroscope_sink.h"
-#endif
 
 namespace ringprof {
 namespace collector {
@@ -165,12 +163,12 @@ struct Sinks {
 absl::StatusOr<Sinks> MakeSinks(const std::string& output_dir,
                                 bool local_by_default) {
   Sinks sinks;
-#ifdef RINGPROF_WITH_SHIPPING
+  // nullptr when no server is configured (--server-address /
+  // PYROSCOPE_SERVER_ADDRESS).
   absl::StatusOr<std::unique_ptr<ProfileSink>> remote =
       MakePyroscopeSinkFromFlags();
   if (!remote.ok()) return remote.status();
   sinks.remote = std::move(*remote);
-#endif
   std::string dir = output_dir;
   if (dir.empty() && (local_by_default || sinks.remote == nullptr)) {
     dir = "ringprof-out";
