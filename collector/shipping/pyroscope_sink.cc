@@ -333,6 +333,18 @@ void PyroscopeSink::PublishGauges() {
   M().backlog_profiles.Set(static_cast<double>(backlog_->size()));
 }
 
+bool PyroscopeSink::CompleteFlushIfCaughtUp(uint64_t flush_target) {
+  if (flush_done_ >= flush_target || !inbox_.empty() || !pending_.empty() ||
+      !(backlog_->persistent() || backlog_->empty())) {
+    return false;
+  }
+  flush_done_ = flush_target;
+  idle_.notify_all();
+  if (flush_target != flush_requested_ || stop_) return false;
+  abort_at_ns_.store(INT64_MAX, std::memory_order_relaxed);
+  return true;
+}
+
 void PyroscopeSink::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -363,25 +375,17 @@ void PyroscopeSink::Run() {
       PublishGauges();
       lock.lock();
       outstanding_ = pending_.size() + backlog_->size();
+      // A flush is satisfied once nothing is outside a persistent spool,
+      // even while the spool is still being replayed.
+      CompleteFlushIfCaughtUp(flush_target);
       continue;
     }
     PublishGauges();
 
     lock.lock();
     outstanding_ = pending_.size() + backlog_->size();
-    if (inbox_.empty() && pending_.empty() &&
-        (backlog_->persistent() || backlog_->empty()) &&
-        flush_done_ < flush_target) {
-      flush_done_ = flush_target;
-      idle_.notify_all();
-      if (flush_target == flush_requested_ && !stop_ && past_abort) {
-        // The flush is over; resume normal uploads of what was spooled.
-        abort_at_ns_.store(INT64_MAX, std::memory_order_relaxed);
-        continue;
-      }
-      if (flush_target == flush_requested_ && !stop_) {
-        abort_at_ns_.store(INT64_MAX, std::memory_order_relaxed);
-      }
+    if (CompleteFlushIfCaughtUp(flush_target) && past_abort) {
+      continue;  // uploads resume: the flush's abort time no longer applies
     }
     if (stopping) break;
     if (!inbox_.empty() || stop_ || flush_requested_ != flush_target) continue;

@@ -115,6 +115,10 @@ class PyroscopeSink final : public ProfileSink {
   // failure (backoff set).
   bool SendOldest(bool from_backlog);
   void PublishGauges();
+  // With mu_ held: when the inbox and memory queue are empty and the
+  // backlog is persistent or empty, marks flush `flush_target` done and, if
+  // no newer flush is pending, lifts its abort time (returns true then).
+  bool CompleteFlushIfCaughtUp(uint64_t flush_target);
 
   const PyroscopeSinkOptions options_;
   std::unique_ptr<HttpUploader> uploader_;

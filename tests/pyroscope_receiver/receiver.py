@@ -257,6 +257,10 @@ class State:
             return None
 
     def record(self, kind, entry):
+        if "labels" in entry:
+            # Also as a list of pairs, for clients that cannot use maps.
+            entry["label_list"] = [{"name": k, "value": v}
+                                   for k, v in entry["labels"].items()]
         with self.lock:
             (self.accepted if kind == "accepted" else self.rejected).append(entry)
             if self.record_file:

@@ -14,7 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/struct.pb.h"
+#include "collector/shipping/testing/receiver_records.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 extern char** environ;
@@ -24,10 +24,6 @@ namespace collector {
 namespace shipping {
 namespace testing {
 namespace {
-
-using google::protobuf::ListValue;
-using google::protobuf::Struct;
-using google::protobuf::Value;
 
 size_t Append(char* data, size_t size, size_t n, void* out) {
   static_cast<std::string*>(out)->append(data, size * n);
@@ -40,25 +36,21 @@ int64_t NowMs() {
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
 }
 
-absl::StatusOr<ListValue> ParseList(const std::string& json) {
-  ListValue list;
-  auto status = google::protobuf::util::JsonStringToMessage(json, &list);
-  if (!status.ok()) {
-    return absl::InternalError(absl::StrCat("bad JSON from receiver: ", json));
+template <typename Message>
+absl::StatusOr<Message> ParseJson(const std::string& text) {
+  Message m;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  if (!google::protobuf::util::JsonStringToMessage(text, &m, options).ok()) {
+    return absl::InternalError(absl::StrCat("bad JSON from receiver: ", text));
   }
-  return list;
+  return m;
 }
 
-std::string Str(const Struct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  return it == s.fields().end() ? "" : it->second.string_value();
-}
-
-int64_t Num(const Struct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  return it == s.fields().end()
-             ? 0
-             : static_cast<int64_t>(it->second.number_value());
+absl::StatusOr<json::ReceiverEntries> ParseEntries(
+    const std::string& json_list) {
+  return ParseJson<json::ReceiverEntries>(
+      absl::StrCat("{\"entries\": ", json_list, "}"));
 }
 
 }  // namespace
@@ -96,8 +88,7 @@ absl::StatusOr<std::unique_ptr<Receiver>> Receiver::Start(
   const std::string ready = r->dir_ + "/ready.json";
   std::vector<std::string> argv = {"/usr/bin/python3",
                                    "tests/pyroscope_receiver/receiver.py",
-                                   "--ready-file", ready,
-                                   "--exit-with-parent"};
+                                   "--ready-file", ready, "--exit-with-parent"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(&a[0]);
@@ -118,12 +109,11 @@ absl::StatusOr<std::unique_ptr<Receiver>> Receiver::Start(
       },
       30000);
   if (!started) return absl::DeadlineExceededError("receiver did not start");
-  Struct s;
-  if (!google::protobuf::util::JsonStringToMessage(info, &s).ok()) {
-    return absl::InternalError(absl::StrCat("bad ready file: ", info));
-  }
-  r->url_ = Str(s, "url");
-  r->control_url_ = absl::StrCat("http://127.0.0.1:", Num(s, "control_port"));
+  absl::StatusOr<json::ReadyInfo> ready_info = ParseJson<json::ReadyInfo>(info);
+  if (!ready_info.ok()) return ready_info.status();
+  r->url_ = ready_info->url();
+  r->control_url_ =
+      absl::StrCat("http://127.0.0.1:", ready_info->control_port());
   return r;
 }
 
@@ -166,68 +156,56 @@ absl::Status Receiver::Fault(const std::string& fault_json) {
 }
 
 absl::StatusOr<std::vector<AcceptedProfile>> Receiver::Accepted() {
-  absl::StatusOr<std::string> json = Control("GET", "/accepted", "");
-  if (!json.ok()) return json.status();
-  absl::StatusOr<ListValue> list = ParseList(*json);
-  if (!list.ok()) return list.status();
+  absl::StatusOr<std::string> body = Control("GET", "/accepted", "");
+  if (!body.ok()) return body.status();
+  absl::StatusOr<json::ReceiverEntries> entries = ParseEntries(*body);
+  if (!entries.ok()) return entries.status();
   std::vector<AcceptedProfile> out;
-  for (const Value& v : list->values()) {
-    const Struct& s = v.struct_value();
+  for (const json::ReceiverEntry& e : entries->entries()) {
     AcceptedProfile p;
-    for (const auto& [k, lv] :
-         s.fields().at("labels").struct_value().fields()) {
-      p.labels[k] = lv.string_value();
-    }
-    p.id = Str(s, "id");
-    p.tenant = Str(s, "tenant");
-    p.api = Str(s, "api");
-    for (const Value& t : s.fields().at("sample_types").list_value().values()) {
-      p.sample_types.push_back(t.string_value());
-    }
-    p.period_type = Str(s, "period_type");
-    // JSON numbers are doubles: unix nanoseconds are exact only when they
-    // are multiples of 256 ns, which whole seconds are (tests use those).
-    p.time_nanos = Num(s, "time_nanos");
-    p.duration_nanos = Num(s, "duration_nanos");
-    p.num_samples = Num(s, "num_samples");
-    p.received_ns = Num(s, "received_ns");
-    p.from_ns = Num(s, "from_ns");
-    p.until_ns = Num(s, "until_ns");
-    p.gzipped =
-        s.fields().count("gzipped") && s.fields().at("gzipped").bool_value();
+    for (const auto& l : e.label_list()) p.labels[l.name()] = l.value();
+    p.id = e.id();
+    p.tenant = e.tenant();
+    p.api = e.api();
+    p.sample_types.assign(e.sample_types().begin(), e.sample_types().end());
+    p.period_type = e.period_type();
+    p.time_nanos = e.time_nanos();
+    p.duration_nanos = e.duration_nanos();
+    p.num_samples = e.num_samples();
+    p.received_ns = e.received_ns();
+    p.from_ns = e.from_ns();
+    p.until_ns = e.until_ns();
+    p.gzipped = e.gzipped();
     out.push_back(std::move(p));
   }
   return out;
 }
 
 absl::StatusOr<std::vector<RejectedRequest>> Receiver::Rejected() {
-  absl::StatusOr<std::string> json = Control("GET", "/rejected", "");
-  if (!json.ok()) return json.status();
-  absl::StatusOr<ListValue> list = ParseList(*json);
-  if (!list.ok()) return list.status();
+  absl::StatusOr<std::string> body = Control("GET", "/rejected", "");
+  if (!body.ok()) return body.status();
+  absl::StatusOr<json::ReceiverEntries> entries = ParseEntries(*body);
+  if (!entries.ok()) return entries.status();
   std::vector<RejectedRequest> out;
-  for (const Value& v : list->values()) {
-    const Struct& s = v.struct_value();
+  for (const json::ReceiverEntry& e : entries->entries()) {
     RejectedRequest r;
-    r.status = static_cast<int>(Num(s, "status"));
-    r.message = Str(s, "message");
-    r.id = Str(s, "id");
-    r.fault = s.fields().count("fault") && s.fields().at("fault").bool_value();
-    r.received_ns = Num(s, "received_ns");
+    r.status = static_cast<int>(e.status());
+    r.message = e.message();
+    r.id = e.id();
+    r.fault = e.fault();
+    r.received_ns = e.received_ns();
     out.push_back(std::move(r));
   }
   return out;
 }
 
 absl::StatusOr<ReceiverStats> Receiver::Stats() {
-  absl::StatusOr<std::string> json = Control("GET", "/stats", "");
-  if (!json.ok()) return json.status();
-  Struct s;
-  if (!google::protobuf::util::JsonStringToMessage(*json, &s).ok()) {
-    return absl::InternalError(*json);
-  }
-  return ReceiverStats{Num(s, "accepted"), Num(s, "rejected"),
-                       Num(s, "requests")};
+  absl::StatusOr<std::string> body = Control("GET", "/stats", "");
+  if (!body.ok()) return body.status();
+  absl::StatusOr<json::ReceiverStats> stats =
+      ParseJson<json::ReceiverStats>(*body);
+  if (!stats.ok()) return stats.status();
+  return ReceiverStats{stats->accepted(), stats->rejected(), stats->requests()};
 }
 
 }  // namespace testing
