@@ -63,8 +63,9 @@ check_thread() {
     $1 == tid { n++; sum += $2 }
     END {
       printf "    %s: %d samples, weights %.3f s of %.3f s CPU\n", who, n, sum / 1e9, cpu / 1e9
-      # At 100 Hz: weights cover the CPU up to the last sample.
-      if (n == 0 || sum > cpu + 2e7 || sum < cpu * 0.9 - 3e7) exit 1
+      # At 100 Hz: weights cover the CPU up to the last sample (for a
+      # thread running in short bursts, the unsampled tail can be longer).
+      if (n == 0 || sum > cpu + 2e7 || sum < cpu * 0.8 - 3e7) exit 1
     }' || fail "${name}: ${label} (tid ${tid}) not sampled, or weights off"
 }
 
