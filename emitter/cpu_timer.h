@@ -1,11 +1,23 @@
-// The optional CPU-timer sample source: a per-thread CLOCK_THREAD_CPUTIME_ID
-// timer (timer_create + SIGEV_THREAD_ID) whose signal handler captures the
-// stack and appends a CpuSample. Works in gVisor, where perf_event_open does
-// not. Implemented in emitter/cpu_timer.cc.
+// The CPU-timer sample source: a per-thread CLOCK_THREAD_CPUTIME_ID timer
+// (timer_create + SIGEV_THREAD_ID) whose signal handler captures the stack
+// and appends a CpuSample worth the thread CPU time since its previous
+// sample. Works in gVisor, where perf_event_open does not. Implemented in
+// emitter/cpu_timer.cc; user-visible behaviour in emitter/CPU_TIMER.md.
 //
-// The emitter's lifecycle code calls these at the matching moments; each is a
-// no-op when the CPU timer is not enabled (RINGPROF_CPU_HZ=0 or the signal is
-// already taken by the application).
+// Contract:
+//  - The emitter's lifecycle code calls the functions below at the matching
+//    moments; each is a no-op when the sampler is not running
+//    (RINGPROF_CPU_HZ=0, the emitter disabled, the signal taken by the
+//    application, or after CpuTimerShutdown).
+//  - Thread-safe: any thread, concurrently. None allocates. OnThreadStart,
+//    OnThreadExit, AfterForkChild and Shutdown are async-signal-safe;
+//    Init is not (getenv, dladdr, dl_iterate_phdr).
+//  - The signal handler never allocates, never locks, preserves errno.
+//  - cpu_timer.cc also defines (and libringprof.map exports) interposers of
+//    sigaction, signal, bsd_signal, sysv_signal, sigset, sigwait,
+//    sigwaitinfo, sigtimedwait, signalfd and __register_frame*: they hide
+//    the sampler's handler and make it back off when the application takes
+//    its signal; they pass every other call through unchanged.
 #ifndef RINGPROF_EMITTER_CPU_TIMER_H_
 #define RINGPROF_EMITTER_CPU_TIMER_H_
 
