@@ -216,9 +216,8 @@ void ProcessProfiler::OnModuleMap(const ringfile::ModuleMapView& map) {
   module.is_emitter = Basename(module.path) == "libringprof.so";
   active_modules_[module.start] = static_cast<int>(modules_.size());
   modules_.push_back(std::move(module));
-  // Addresses seen before this mapping arrived may belong to it now.
-  location_index_.clear();
-  stack_index_.clear();
+  // Locations seen before this mapping arrived resolve to it lazily
+  // (ModuleOf), so the caches stay valid.
 }
 
 void ProcessProfiler::OnModuleUnmap(const ringfile::ModuleUnmap& unmap) {

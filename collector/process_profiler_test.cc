@@ -365,6 +365,24 @@ TEST_F(ProcessProfilerTest, IdleFrameRecordsTicksWithoutSamples) {
                                    Pair("[no sample]", 90 * kMs)));
 }
 
+TEST_F(ProcessProfilerTest, EmitterFramesAreTrimmedAndLateModuleMapsResolve) {
+  // The emitter's module is announced only after a sample that uses it
+  // (module maps and samples of different threads travel in different
+  // rings).
+  constexpr uint64_t kEmitterStart = 0x7f0000000000;
+  Alloc(1, 100 * kMs,
+        {kEmitterStart + 0x100, kEmitterStart + 0x200, kHot, kMain}, 100, 10);
+  ringfile::ModuleMap emitter = {};
+  emitter.start = kEmitterStart;
+  emitter.size = 0x10000;
+  rt::AppendModuleMap(writer_, emitter, "/opt/ringprof/libringprof.so", {});
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(Values(*memory[0], 1),
+              ElementsAre(Pair("main;Hot();inlined_helper", 100)));
+}
+
 }  // namespace
 }  // namespace collector
 }  // namespace ringprof

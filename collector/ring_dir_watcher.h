@@ -29,6 +29,9 @@ class RingDirWatcher {
   // before.
   std::vector<std::string> Wait(absl::Duration timeout);
 
+  // Lists the directory now; returns ring files not returned before.
+  std::vector<std::string> Rescan() { return Scan(); }
+
   // Forget `path` (deleted by retention), so a new file of that name is
   // reported again.
   void Forget(const std::string& path) { known_.erase(path); }

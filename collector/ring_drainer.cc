@@ -264,7 +264,13 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls) {
     }
   }
   batch.watermark_ns = ring.watermark_ns;
-  if (!batch.records.empty() || result == PollResult::kCaughtUp) {
+  // An empty batch only moves the watermark: send one when that matters
+  // (a tick or so), not every poll.
+  constexpr uint64_t kMinWatermarkStepNs = 50'000'000;
+  if (!batch.records.empty() ||
+      (result == PollResult::kCaughtUp &&
+       ring.watermark_ns >= ring.sent_watermark_ns + kMinWatermarkStepNs)) {
+    ring.sent_watermark_ns = ring.watermark_ns;
     queue_->Push(std::move(batch));
   }
   return result;
@@ -292,6 +298,12 @@ void RingDrainer::EndRing(Ring& ring, bool delete_file) {
 }
 
 void RingDrainer::DrainAllAndEnd() {
+  // Files that appeared since the last scan (a child's, just before exit).
+  const absl::Time now = absl::Now();
+  for (std::string& path : watcher_->Rescan()) {
+    pending_.emplace(std::move(path), now);
+  }
+  TryOpenPending();
   for (auto& [id, ring] : rings_) {
     const Liveness liveness =
         CheckProcess(ring.info->pid, ring.info->process_start_ticks);

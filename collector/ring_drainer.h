@@ -86,6 +86,7 @@ class RingDrainer {
     absl::Time last_progress;
     absl::Time next_liveness_check;
     uint64_t watermark_ns = 0;
+    uint64_t sent_watermark_ns = 0;  // last one queued
     ringfile::PollStats stats;
   };
   enum class PollResult { kCaughtUp, kMore, kBroken };
