@@ -38,8 +38,8 @@ struct Rule {
 // One word per entry: tag (pc >> 12, 36 bits) << 28 | rbp_slot (8 bits) << 20
 // | cfa_offset (19 bits) << 1 | cfa_from_rbp. cfa_offset 0 means outermost
 // frame, 1 unsupported, 2 signal frame (none is a valid step: a CFA is at
-// least 16 bytes above the stack pointer). A word is only ever
-// replaced whole, so a reader sees some entry's complete rule and the tag
+// least 8 bytes above the stack pointer, the return address). A word is only
+// ever replaced whole, so a reader sees some entry's complete rule and the tag
 // tells whether it is this pc's.
 constexpr int kCacheBits = 12;
 constexpr uint64_t kMaxCfaOffset = (1u << 19) - 1;
@@ -451,7 +451,7 @@ Rule ComputeRule(uint64_t pc) {
   }
   if (!row.ra_saved || row.ra_offset != -8) return rule;
   if (row.cfa_register != kRsp && row.cfa_register != kRbp) return rule;
-  if (row.cfa_offset < 16 ||
+  if (row.cfa_offset < 8 ||  // 8: at a function's first instruction
       static_cast<uint64_t>(row.cfa_offset) > kMaxCfaOffset) {
     return rule;
   }
