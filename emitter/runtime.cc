@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -162,6 +164,12 @@ int CreateRingFile(RingWriter* writer) {
   options.pid = pid;
   options.process_start_ticks = start_ticks;
 
+  // No signal handler runs during creation: posix_fallocate of a large ring
+  // fails with EINTR when a signal arrives (in a fork child the CPU timer is
+  // already armed), and a handler must not find the writer half-made.
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &saved);
   int error = EEXIST;
   for (int attempt = 0; attempt < 16 && error == EEXIST; ++attempt) {
     PathBuilder path;
@@ -174,10 +182,14 @@ int CreateRingFile(RingWriter* writer) {
         .AddNumber(start_ticks);
     if (attempt > 0) path.Add(".").AddNumber(static_cast<uint64_t>(attempt));
     path.Add(".ring");
-    if (path.truncated()) return ENAMETOOLONG;
+    if (path.truncated()) {
+      error = ENAMETOOLONG;
+      break;
+    }
     options.path = path.c_str();
     error = writer->Create(options);
   }
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   return error;
 }
 

@@ -783,7 +783,8 @@ int Main(int argc, char** argv) {
   }
   const RunResult run = RunWorkload(command, env, 120, dir + "-stderr.txt");
   Check(run.finished && run.exit_code == 0, scenario + " workload ran",
-        absl::StrCat("finished=", run.finished, " exit=", run.exit_code));
+        absl::StrCat("finished=", run.finished, " exit=", run.exit_code,
+                     run.errors.empty() ? "" : "; stderr: ", run.errors));
   const std::vector<RingContents> rings = ReadRings(dir);
   // The workload's pid: the ring whose executable is the workload (the
   // first exec'd image for fork_exec's parent).

@@ -28,8 +28,10 @@ __attribute__((noinline)) void AllocateBlocks(const char* who) {
 
 bool WaitOk(pid_t pid) {
   int status = 0;
-  return waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-         WEXITSTATUS(status) == 0;
+  const bool ok = waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+                  WEXITSTATUS(status) == 0;
+  if (!ok) fprintf(stderr, "child %d: wait status 0x%x\n", pid, status);
+  return ok;
 }
 
 }  // namespace
