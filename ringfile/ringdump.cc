@@ -96,10 +96,12 @@ class PrintingVisitor : public RecordVisitor {
         auto r = DecodeAllocSample(record);
         if (!r.ok()) return Bad(r);
         return absl::StrFormat(
-            "%s AllocSample tid=%u size=%u weight=%u address=%#x frames=%u%s%s",
+            "%s AllocSample tid=%u size=%u weight=%u address=%#x "
+            "frames=%u%s%s%s",
             Time(r->head.monotonic_ns), r->head.tid, r->head.requested_size,
             r->head.weight_bytes, r->head.address, r->head.frame_count,
             (r->head.flags & kSampleTruncated) ? " truncated" : "",
+            (r->head.flags & kSampleTimingOnly) ? " timing-only" : "",
             Frames(r->frames));
       }
       case RecordType::kCpuSample: {

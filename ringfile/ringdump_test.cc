@@ -62,7 +62,7 @@ TEST(RingdumpTest, PrintsHeaderRecordsAndTotals) {
   sample.tid = 77;
   sample.requested_size = 24;
   sample.weight_bytes = 524288;
-  sample.flags = kSampleTruncated;
+  sample.flags = kSampleTruncated | kSampleTimingOnly;
   const uint64_t frames[] = {0x400123, 0x400456};
   ASSERT_TRUE(AppendAllocSample(writer, sample, frames, 1));
   ThreadName name = {};
@@ -88,7 +88,7 @@ TEST(RingdumpTest, PrintsHeaderRecordsAndTotals) {
               HasSubstr("[ring 1 #0] "));  // the sample went to ring 1
   EXPECT_THAT(result.output,
               HasSubstr("AllocSample tid=77 size=24 weight=524288"));
-  EXPECT_THAT(result.output, HasSubstr("frames=2 truncated"));
+  EXPECT_THAT(result.output, HasSubstr("frames=2 truncated timing-only"));
   EXPECT_THAT(result.output, HasSubstr("#1   0x0000000000400456"));
   EXPECT_THAT(result.output, HasSubstr("name=\"work\\x0aer\""));
   EXPECT_THAT(result.output, HasSubstr("Label \"k\"=\"v\""));
