@@ -324,6 +324,7 @@ struct LoadedModule {
   }
   DwflSymbolizer* owner = nullptr;
   std::string build_id_hex;  // of the file actually opened (may be empty)
+  uint32_t pid = 0;          // the first process seen with this module
   Dwfl* dwfl = nullptr;      // null when no usable file was found
   Dwfl_Module* module = nullptr;
   // Results by looked-up ELF address; names live in the symbolizer's pool.
@@ -385,6 +386,17 @@ class DwflSymbolizer final : public Symbolizer {
     std::vector<std::string> candidates;
     for (const std::string& dir : options_.symbol_dirs) {
       candidates.push_back(BuildIdPath(dir, loaded.build_id_hex, ".debug"));
+    }
+    if (!options_.system_debug_dir.empty()) {
+      // Debug packages installed in the workload's container, then here.
+      if (loaded.pid != 0 && !options_.proc_root.empty()) {
+        candidates.push_back(
+            BuildIdPath(absl::StrCat(options_.proc_root, "/", loaded.pid,
+                                     "/root", options_.system_debug_dir),
+                        loaded.build_id_hex, ".debug"));
+      }
+      candidates.push_back(BuildIdPath(options_.system_debug_dir,
+                                       loaded.build_id_hex, ".debug"));
     }
     for (const std::string& candidate : candidates) {
       int fd = OpenIfBuildIdMatches(candidate, loaded.build_id_hex);
@@ -513,6 +525,7 @@ class DwflSymbolizer final : public Symbolizer {
     std::unique_ptr<LoadedModule>& slot = by_key[key];
     slot = std::make_unique<LoadedModule>();
     slot->owner = this;
+    slot->pid = module.pid;
     for (const std::string& candidate : Candidates(module)) {
       slot->build_id_hex = module.build_id_hex;
       if (Report(candidate, slot.get())) break;

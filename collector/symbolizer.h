@@ -68,6 +68,11 @@ struct SymbolizerOptions {
   // Root of the workload's /proc ("/proc"); binaries are looked up at
   // <proc_root>/<pid>/root/<path> first, then at <path> itself.
   std::string proc_root = "/proc";
+  // Where the distribution installs debug packages (Debian's *-dbg and
+  // *-dbgsym): searched for separate debug files by build-id after
+  // symbol_dirs, first inside the workload's root
+  // (<proc_root>/<pid>/root<system_debug_dir>), then here. Empty: skipped.
+  std::string system_debug_dir = "/usr/lib/debug";
   // Use debuginfod (DEBUGINFOD_URLS) when set.
   bool use_debuginfod = true;
 };

@@ -244,6 +244,43 @@ TEST_F(SymbolizerTest, FindsBinaryUnderTheProcessRoot) {
                                          AddressKind::kReturnAddress));
 }
 
+TEST_F(SymbolizerTest, FindsDebugPackagesInsideTheWorkloadRootThenOnTheHost) {
+  const std::string build_id_path = ".build-id/" + build_id_.substr(0, 2) +
+                                    "/" + build_id_.substr(2) + ".debug";
+  fs::path proc_root = scratch_ / "proc";
+  fs::path in_container =
+      proc_root / "4242" / "root" / "opt/debug" / build_id_path;
+  fs::create_directories(in_container.parent_path());
+  fs::copy_file(DataPath("symbolizer_test_program.debug"), in_container);
+
+  SymbolizerOptions options;
+  options.proc_root = proc_root.string();
+  options.system_debug_dir = "/opt/debug";  // absent on the host
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo module = Module(DataPath("stripped/symbolizer_test_program"));
+  module.pid = 4242;
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+
+  // On the host: a system debug dir that exists here.
+  fs::path host_dir = scratch_ / "host-debug";
+  fs::create_directories((host_dir / build_id_path).parent_path());
+  fs::copy_file(DataPath("symbolizer_test_program.debug"),
+                host_dir / build_id_path);
+  options.system_debug_dir = host_dir.string();
+  symbolizer = Symbolizer::Create(options);
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module(DataPath("stripped/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+
+  options.system_debug_dir.clear();
+  symbolizer = Symbolizer::Create(options);
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+}
+
 TEST_F(SymbolizerTest, RejectsFilesWithAnotherBuildId) {
   // The right path, the wrong expected id: the binary must not be used.
   auto symbolizer = Symbolizer::Create({});
