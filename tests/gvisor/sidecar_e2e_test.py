@@ -151,6 +151,7 @@ def pod_script(out_dir, collector_argv, collector_env, loads, metrics_port=None)
         "out=%s" % q(out_dir),
         "ring=%s" % q(RING_DIR),
         "mkdir -p \"$ring\"",
+        "cd \"$out\"  # anything written relative lands with the test's outputs",
         "",
         "# Why ringprof exists.",
         "echo \"pod: $(%s)\"" % q(path_of("tests/gvisor/perf_probe")),
