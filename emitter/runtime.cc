@@ -363,10 +363,5 @@ void RestartSessionInForkChild() {
   g_child_ring_pending.store(true, std::memory_order_release);
 }
 
-void SwitchOff() {
-  g_child_ring_pending.store(false, std::memory_order_relaxed);
-  g_enabled.store(false, std::memory_order_release);
-}
-
 }  // namespace emitter
 }  // namespace ringprof

@@ -31,9 +31,6 @@ void EndSession(int exit_status);
 // module map first; a child that only execs creates no file.
 void RestartSessionInForkChild();
 
-// Switches the emitter off for good (e.g. the ring file vanished).
-void SwitchOff();
-
 const Config& SessionConfig();
 // The main executable's real path (/proc/self/exe at start), "" if unknown.
 const char* ExecutablePath();
