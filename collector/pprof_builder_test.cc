@@ -102,13 +102,30 @@ TEST(PprofBuilderTest, TrimsSmallestStacksIntoOneSampleKeepingTotals) {
   EXPECT_EQ(p.location_size(), 100);
 }
 
-TEST(PprofBuilderTest, DefaultLimitsHoldForManyDistinctDeepStacks) {
+TEST(PprofBuilderTest, DefaultSampleLimitHoldsForManyDistinctStacks) {
   PprofBuilder b(CpuProfileSpec(10'000'000));
-  std::vector<PprofBuilder::LocationId> stack;
+  const auto root = Fn(b, 0, 1, "root");
   int64_t total = 0;
   for (int i = 0; i < 17000; ++i) {
+    b.AddSample({Fn(b, 0, 0x10000 + i, absl::StrCat("f", i)), root},
+                {10'000'000 + i});
+    total += 10'000'000 + i;
+  }
+  Profile p = b.Build();
+  ASSERT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
+  EXPECT_EQ(p.sample_size(), 16000);
+  EXPECT_EQ(Total(p, 0), total);
+}
+
+TEST(PprofBuilderTest, ByteLimitTrimsUntilTheProfileFits) {
+  ProfileLimits limits;
+  limits.max_bytes = 64 << 10;
+  PprofBuilder b(CpuProfileSpec(10'000'000), limits);
+  std::vector<PprofBuilder::LocationId> stack;
+  int64_t total = 0;
+  for (int i = 0; i < 2000; ++i) {
     stack.clear();
-    for (int d = 0; d < 16; ++d) {
+    for (int d = 0; d < 8; ++d) {
       stack.push_back(Fn(b, 0, 0x10000 + i * 64 + d,
                          absl::StrCat("some::long::namespace::Function", i, "_",
                                       d, "<std::vector<int>>")));
@@ -117,9 +134,9 @@ TEST(PprofBuilderTest, DefaultLimitsHoldForManyDistinctDeepStacks) {
     total += 10'000'000;
   }
   Profile p = b.Build();
-  ASSERT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
-  EXPECT_LE(p.sample_size(), 16000);
-  EXPECT_LE(p.ByteSizeLong(), 4u << 20);
+  ASSERT_TRUE(ValidatePprof(p, limits).ok()) << ValidatePprof(p, limits);
+  EXPECT_LE(p.ByteSizeLong(), limits.max_bytes);
+  EXPECT_GT(p.sample_size(), 10);  // trimmed, not emptied
   EXPECT_EQ(Total(p, 0), total);
 }
 
