@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "emitter/free_tracker.h"
 #include "emitter/module_map.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
@@ -78,8 +79,12 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   sample.requested_size = size;
   sample.weight_bytes = decision.timing_only ? 0 : decision.weight_bytes;
   sample.address = reinterpret_cast<uintptr_t>(address);
-  AppendRecord(ringfile::RecordType::kAllocSample, &sample, sizeof(sample),
-               frames, static_cast<uint32_t>(sizeof(uint64_t) * frame_count));
+  const bool recorded = AppendRecord(
+      ringfile::RecordType::kAllocSample, &sample, sizeof(sample), frames,
+      static_cast<uint32_t>(sizeof(uint64_t) * frame_count));
+  if (recorded && !decision.timing_only && FreeTrackingOn()) {
+    RememberSampledAddress(sample.address);
+  }
 
   FlushLostSamples();
   MaybeReemitModules(decision.now_ns);

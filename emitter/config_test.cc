@@ -45,6 +45,7 @@ TEST_F(ConfigTest, DefaultsWithEmptyEnvironment) {
   EXPECT_EQ(config.file_mode, 0600u);
   EXPECT_EQ(config.min_samples_per_sec, 100);
   EXPECT_EQ(config.max_samples_per_sec, 2000);
+  EXPECT_FALSE(config.track_frees);
   EXPECT_TRUE(lines_.empty());
 }
 
@@ -56,7 +57,8 @@ TEST_F(ConfigTest, ValidValuesAreTaken) {
           {"RINGPROF_RING_KIB", "1024"},
           {"RINGPROF_FILE_MODE", "0640"},
           {"RINGPROF_MIN_SAMPLES_PER_SEC", "0"},
-          {"RINGPROF_MAX_SAMPLES_PER_SEC", "50"}};
+          {"RINGPROF_MAX_SAMPLES_PER_SEC", "50"},
+          {"RINGPROF_TRACK_FREES", "1"}};
   const Config config = Load();
   EXPECT_STREQ(config.dir, "/dev/shm/rings");  // trailing slash dropped
   EXPECT_STREQ(config.service_name, "checkout");
@@ -66,6 +68,7 @@ TEST_F(ConfigTest, ValidValuesAreTaken) {
   EXPECT_EQ(config.file_mode, 0640u);
   EXPECT_EQ(config.min_samples_per_sec, 0);
   EXPECT_EQ(config.max_samples_per_sec, 50);
+  EXPECT_TRUE(config.track_frees);
   EXPECT_TRUE(lines_.empty());
 }
 
@@ -111,6 +114,7 @@ TEST_F(ConfigTest, EachBadValueReportsOneLineAndKeepsTheDefault) {
       {"RINGPROF_FILE_MODE", "0755"},  // no execute bits
       {"RINGPROF_MIN_SAMPLES_PER_SEC", "5000"},
       {"RINGPROF_MAX_SAMPLES_PER_SEC", "0"},
+      {"RINGPROF_TRACK_FREES", "sometimes"},
   };
   for (const auto& [name, value] : bad) {
     env_ = {{name, value}};
@@ -128,6 +132,7 @@ TEST_F(ConfigTest, EachBadValueReportsOneLineAndKeepsTheDefault) {
     EXPECT_EQ(config.file_mode, defaults.file_mode);
     EXPECT_EQ(config.min_samples_per_sec, defaults.min_samples_per_sec);
     EXPECT_EQ(config.max_samples_per_sec, defaults.max_samples_per_sec);
+    EXPECT_EQ(config.track_frees, defaults.track_frees);
   }
 }
 

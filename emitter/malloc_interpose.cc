@@ -20,6 +20,7 @@
 #include <cstddef>
 
 #include "emitter/alloc_sampler.h"
+#include "emitter/free_tracker.h"
 
 extern "C" {
 void* __libc_malloc(size_t size);
@@ -36,6 +37,8 @@ void* __libc_pvalloc(size_t size);
 namespace {
 
 using ringprof::emitter::AllocationNeedsSample;
+using ringprof::emitter::FreeTrackingOn;
+using ringprof::emitter::OnFreeOfPossiblySampled;
 using ringprof::emitter::SampleAllocation;
 
 // The rare path of every entry point: allocate, then record on success.
@@ -61,7 +64,12 @@ RINGPROF_EXPORT void* malloc(size_t size) {
   return AllocateAndSample(size, [size] { return __libc_malloc(size); });
 }
 
-RINGPROF_EXPORT void free(void* ptr) { __libc_free(ptr); }
+RINGPROF_EXPORT void free(void* ptr) {
+  if (__builtin_expect(FreeTrackingOn(), 0) && ptr != nullptr) {
+    OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
+  }
+  __libc_free(ptr);
+}
 
 RINGPROF_EXPORT void* calloc(size_t count, size_t size) {
   size_t bytes;
@@ -74,6 +82,11 @@ RINGPROF_EXPORT void* calloc(size_t count, size_t size) {
 }
 
 RINGPROF_EXPORT void* realloc(void* ptr, size_t size) {
+  // The old block may move or be freed: its free is reported first (if
+  // realloc then fails, the block lives on unreported; rare).
+  if (__builtin_expect(FreeTrackingOn(), 0) && ptr != nullptr) {
+    OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
+  }
   // realloc(p, 0) frees p: not an allocation.
   if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
     return __libc_realloc(ptr, size);

@@ -20,6 +20,7 @@
 #include <new>
 
 #include "emitter/config.h"
+#include "emitter/free_tracker.h"
 #include "emitter/module_map.h"
 #include "emitter/session.h"
 #include "emitter/thread_state.h"
@@ -333,6 +334,7 @@ void StartSession() {
   if (!OpenRing()) return;
   g_enabled.store(true, std::memory_order_release);
   RecordLoadedModules();
+  g_free_tracking.store(g_config.track_frees, std::memory_order_relaxed);
 }
 
 void EndSession(int exit_status) {

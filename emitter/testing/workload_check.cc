@@ -159,6 +159,7 @@ struct RingContents {
   std::vector<Module> modules;
   std::map<uint32_t, std::string> thread_names;
   std::set<uint32_t> exited_threads;
+  std::vector<uint64_t> freed;  // FreeSampled addresses
   bool process_ended = false;
   int exit_status = -2;
   uint64_t lost_samples = 0;
@@ -213,6 +214,11 @@ std::vector<RingContents> ReadRings(const std::string& dir) {
         case RecordType::kThreadExit: {
           auto t = ringfile::DecodeThreadExit(view);
           if (t.ok()) ring.exited_threads.insert(t->tid);
+          break;
+        }
+        case RecordType::kFreeSampled: {
+          auto f = ringfile::DecodeFreeSampled(view);
+          if (f.ok()) ring.freed.push_back(f->address);
           break;
         }
         case RecordType::kProcessEnd: {
@@ -441,6 +447,27 @@ void CheckStorm(const RunResult& run, const std::vector<RingContents>& rings,
                      ratio, " (", ring->samples.size(), " samples, ",
                      timing_samples, " timing-only, lost ", ring->lost_samples,
                      ")"));
+
+  // RINGPROF_TRACK_FREES=1 (set for this scenario): the storm frees
+  // everything, so every recorded allocation sample gets its FreeSampled,
+  // and no FreeSampled names an address that was not sampled.
+  std::set<uint64_t> sampled_addresses;
+  int allocation_samples = 0;
+  for (const Sample& s : ring->samples) {
+    if (s.head.flags & ringfile::kSampleTimingOnly) continue;
+    ++allocation_samples;
+    sampled_addresses.insert(s.head.address);
+  }
+  int unknown_frees = 0;
+  for (uint64_t address : ring->freed) {
+    unknown_frees += sampled_addresses.count(address) == 0;
+  }
+  Check(unknown_frees == 0 && ring->freed.size() >= 0.95 * allocation_samples &&
+            static_cast<int>(ring->freed.size()) <= allocation_samples,
+        "storm FreeSampled for the sampled allocations",
+        absl::StrCat(ring->freed.size(), " frees for ", allocation_samples,
+                     " allocation samples; ", unknown_frees,
+                     " of unsampled addresses"));
 
   // Every API's landmark allocation, recorded exactly, from
   // AllocateLandmarks called by main.
@@ -768,6 +795,7 @@ int Main(int argc, char** argv) {
       // Room for every record of the run: the checks need a complete ring.
       "RINGPROF_RING_KIB=65536",
   };
+  if (scenario == "storm") env.push_back("RINGPROF_TRACK_FREES=1");
   if (scenario == "forkstorm") {
     env.push_back("RINGPROF_SAMPLE_BYTES=4096");
     // Small rings: 40 children each populate their own file.
