@@ -17,8 +17,10 @@
 // passed its end (plus the tick picker's max distance). Finish() emits what
 // is left, the last window partial.
 //
-// Addresses are resolved to modules when a stack is first seen, and
-// symbolized once per address, lazily, when a window is built.
+// Addresses are resolved to modules when a stack is first seen (or, if its
+// module's map record had not arrived yet, when a window is built), and
+// symbolized once per address, lazily, when a window is built. The
+// emitter's own frames (libringprof.so) are cut from the leaf end.
 //
 // Thread-compatible: used by the collector's processing thread only.
 #ifndef RINGPROF_COLLECTOR_PROCESS_PROFILER_H_
@@ -91,7 +93,8 @@ class ProcessProfiler {
 
  private:
   // Location: one address of the process, resolved to a module at first
-  // sight, symbolized on first use in a profile.
+  // sight (or first use, see ModuleOf), symbolized on first use in a
+  // profile.
   struct Location {
     uint64_t address;  // as recorded
     bool exact_pc;     // leaf of a CPU sample; others are return addresses
