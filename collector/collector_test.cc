@@ -231,6 +231,31 @@ TEST_F(CollectorTest, StopDrainsLiveProcessesAndKeepsTheirFiles) {
   EXPECT_TRUE(Exists(path));
 }
 
+TEST_F(CollectorTest, FileTruncatedWhileFollowedIsReportedAndSkipped) {
+  // A live writer (this process) whose file is cut short under the reader.
+  const std::string path = dir_ + "/cut.ring";
+  ringfile::WriterOptions options = rt::TestWriterOptions(path);
+  options.pid = static_cast<uint32_t>(::getpid());
+  options.process_start_ticks = 0;
+  options.slots_per_ring = 1024;
+  ringfile::RingWriter writer;
+  ASSERT_EQ(writer.Create(options), 0);
+  AppendSamples(writer, 30);
+  WriteRing("other.ring", 1002, 40, /*end=*/false);
+  Collector collector(options_, nullptr, &sink_);
+  ASSERT_TRUE(collector.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return collector.rings_opened() == 2; }));
+  writer.Close();
+  ASSERT_EQ(::truncate(path.c_str(), 4096), 0);
+  ASSERT_TRUE(WaitFor([&] { return collector.rings_ended() == 1; }))
+      << "the truncated file was not given up on";
+  collector.Stop();
+  // What was read before the cut still counts; the other process is whole.
+  EXPECT_EQ(sink_.Total("memory", options.pid, 1), 30 * 100);
+  EXPECT_EQ(sink_.Total("memory", 1002, 1), 40 * 100);
+  EXPECT_TRUE(Exists(path));  // left for inspection
+}
+
 TEST_F(CollectorTest, MissingRingDirectoryIsAStartupError) {
   options_.drainer.ring_dir = dir_ + "/does-not-exist";
   Collector collector(options_, nullptr, &sink_);
