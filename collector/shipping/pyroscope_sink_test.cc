@@ -165,6 +165,11 @@ TEST(PyroscopeSinkTest, HappyPathSendsEverySeriesAndTypeEveryWindow) {
     ids.insert(a.id);
   }
   EXPECT_EQ(ids.size(), 12u);
+  const std::string metrics = Metrics::Get().RenderText();
+  EXPECT_THAT(metrics,
+              HasSubstr("# TYPE ringprof_upload_duration_seconds histogram\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("# TYPE ringprof_profiles_sent_total counter\n"));
 }
 
 TEST(PyroscopeSinkTest, OutageSpoolsThenReplaysEveryWindowOnceInOrder) {

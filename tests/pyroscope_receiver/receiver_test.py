@@ -259,5 +259,22 @@ class TenantAuthTest(ReceiverTest):
         self.assertEqual(self.control_get("/accepted")[0]["tenant"], "team-a")
 
 
+RECORD_PATH = os.path.join(os.environ.get("TEST_TMPDIR", tempfile.gettempdir()),
+                           "receiver_record_%d.jsonl" % os.getpid())
+
+
+class RecordTest(ReceiverTest):
+    extra_args = ["--record", RECORD_PATH]
+
+    def test_records_accepted_and_rejected_as_json_lines(self):
+        self.assertEqual(self.push(make_push(make_pprof()))[0], 200)
+        self.assertEqual(self.push(make_push(make_pprof(string0="x")))[0], 400)
+        with open(RECORD_PATH) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([l["kind"] for l in lines], ["accepted", "rejected"])
+        self.assertEqual(lines[0]["labels"]["__name__"], "process_cpu")
+        self.assertIn("string_table[0]", lines[1]["message"])
+
+
 if __name__ == "__main__":
     unittest.main()
