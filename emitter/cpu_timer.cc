@@ -14,13 +14,11 @@
 #include "emitter/cpu_timer.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include <atomic>
 #include <cerrno>
@@ -173,13 +171,10 @@ int64_t g_period_ns = 0;
 pid_t g_owner_pid = 0;  // the process whose timers the registry holds
 struct sigaction g_app_disposition;  // what was there before our handler
 
-// The range of libgcc_s's code, where the unwinder runs, and whether the
-// process registered frames with libgcc (__register_frame*, done by JITs).
-// libgcc's _Unwind_Find_FDE is reentrant (lock-free _dl_find_object) until
-// the first registration; from then on it takes a mutex, and a sample that
-// interrupts libgcc keeps only the interrupted pc (see RecordSample).
-uintptr_t g_unwinder_begin = 0;
-uintptr_t g_unwinder_end = 0;
+// Whether the process registered frames with libgcc (__register_frame*,
+// done by JITs). libgcc's _Unwind_Find_FDE is reentrant (lock-free
+// _dl_find_object) until the first registration; from then on it takes a
+// mutex, and samples keep only the interrupted pc (see RecordSample).
 std::atomic<bool> g_frames_registered{false};
 
 std::atomic<uint64_t> g_samples_recorded{0};
@@ -311,12 +306,12 @@ void RecordSample(void* ucontext) {
   uint16_t flags = 0;
   int count = 0;
   int first = 0;
-  if (pc >= g_unwinder_begin && pc < g_unwinder_end &&
-      g_frames_registered.load(std::memory_order_relaxed)) {
-    // Interrupted inside libgcc's unwinder (the emitter's own stack capture,
-    // or a C++ throw) in a process that registered frames (a JIT): libgcc
-    // may hold its object mutex right now, so unwinding again could
-    // deadlock. Keep just the pc: the time is still counted.
+  if (g_frames_registered.load(std::memory_order_relaxed)) {
+    // The process registered frames (a JIT): from now on libgcc looks up
+    // every frame under its object mutex, and this thread may hold it right
+    // now — inside libgcc, or in a malloc or pthread call libgcc made while
+    // holding it — so unwinding again could deadlock. Keep just the pc:
+    // the time is still counted, at the right leaf.
     frames[0] = pc;
     count = 1;
     flags = ringfile::kSampleTruncated;
@@ -483,39 +478,6 @@ void RestoreDisposition() {
   NextSigaction()(g_signal, &g_app_disposition, nullptr);
 }
 
-void FindUnwinderRange() {
-  Dl_info info;
-  void* unwinder = reinterpret_cast<void*>(&_Unwind_Backtrace);
-  if (dladdr(unwinder, &info) == 0 || info.dli_fname == nullptr ||
-      strstr(info.dli_fname, "libgcc_s") == nullptr) {
-    return;  // linked statically: nothing to single out
-  }
-  struct Search {
-    uintptr_t address;
-    uintptr_t begin;
-    uintptr_t end;
-  } search = {reinterpret_cast<uintptr_t>(unwinder), 0, 0};
-  dl_iterate_phdr(
-      [](struct dl_phdr_info* object, size_t, void* data) -> int {
-        Search* s = static_cast<Search*>(data);
-        for (int i = 0; i < object->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& ph = object->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
-          const uintptr_t begin = object->dlpi_addr + ph.p_vaddr;
-          const uintptr_t end = begin + ph.p_memsz;
-          if (s->address >= begin && s->address < end) {
-            s->begin = begin;
-            s->end = end;
-            return 1;
-          }
-        }
-        return 0;
-      },
-      &search);
-  g_unwinder_begin = search.begin;
-  g_unwinder_end = search.end;
-}
-
 // The application is taking our signal: stop sampling and give it back.
 void BackOff(int signo) {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
@@ -572,7 +534,6 @@ void CpuTimerInit() {
   uint64_t warm[4];
   bool truncated = false;
   CaptureStack(warm, 4, 0, &truncated);
-  FindUnwinderRange();
 
   struct sigaction action;
   memset(&action, 0, sizeof(action));

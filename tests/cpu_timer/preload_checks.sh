@@ -136,6 +136,14 @@ run own_sigwait own_sigwait RINGPROF_CPU_HZ=100
 grep -q "the application uses signal ${signal}" "${work}/own_sigwait.err" ||
   fail "own_sigwait: no report on stderr"
 
+# 5c. Samples landing inside libgcc's unwinder (C++ throws), also after a
+#     JIT-style frame registration: no deadlock, every throw caught.
+run exceptions exceptions RINGPROF_CPU_HZ=1000
+run exceptions_jit exceptions_jit RINGPROF_CPU_HZ=1000
+n=$(cpu_samples exceptions_jit | wc -l)
+echo "    exceptions_jit: ${n} CPU samples"
+((n > 0)) || fail "exceptions_jit: no CPU samples"
+
 # 6. The signal is taken before start (an inherited SIG_IGN): no sampling.
 trap '' "${signal}"
 run preinstalled preinstalled RINGPROF_CPU_HZ=100

@@ -698,6 +698,74 @@ int ScenarioLeftovers() {
   return g_failures.load() == 0 ? 0 : 1;
 }
 
+// --- scenario: exceptions / exceptions_jit --------------------------------
+// Threads throw and catch C++ exceptions in a loop, so sample signals keep
+// landing inside libgcc's unwinder while the handler unwinds too: no
+// deadlock, no crash, every throw caught. exceptions_jit first registers an
+// .eh_frame as a JIT would (__register_frame_info), after which libgcc looks
+// frames up under a mutex and the sampler must not unwind from inside it.
+
+extern "C" void __register_frame_info(const void* begin, void* object);
+
+// A minimal .eh_frame: one CIE (x86-64 "CFA = rsp + 8, return address at
+// CFA - 8") and the zero terminator; no FDEs.
+alignas(8) const unsigned char kEhFrame[] = {
+    20,   0,    0, 0,  // length
+    0,    0,    0, 0,  // CIE id
+    1,                 // version
+    'z',  'R',  0,     // augmentation
+    1,                 // code alignment
+    0x78,              // data alignment -8
+    16,                // return address register
+    1,    0x1b,        // augmentation data: FDE pointer encoding
+    0x0c, 7,    8,     // DW_CFA_def_cfa rsp 8
+    0x90, 1,           // DW_CFA_offset rip, CFA-8
+    0,    0,           // DW_CFA_nop padding
+    0,    0,    0, 0,  // terminator
+};
+alignas(16) unsigned char g_frame_object[256];
+
+__attribute__((noinline)) void ThrowFrom(int depth) {
+  if (depth == 0) throw depth;
+  ThrowFrom(depth - 1);
+  g_sink.fetch_add(1, std::memory_order_relaxed);  // not a tail call
+}
+
+int ScenarioExceptions(bool register_frames) {
+  if (register_frames) __register_frame_info(kEhFrame, g_frame_object);
+  std::atomic<long long> caught{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.push_back(Spawn([&caught]() {
+      const int64_t end = ThreadCpuNs() + 300000000;
+      while (ThreadCpuNs() < end) {
+        for (int i = 0; i < 20; ++i) {
+          try {
+            ThrowFrom(16);
+          } catch (int) {
+            caught.fetch_add(1, std::memory_order_relaxed);
+          }
+        }
+      }
+    }));
+  }
+  for (auto& t : threads) t.join();
+  Stat("caught", caught.load());
+  if (caught.load() == 0) Fail("no exception caught");
+#ifdef RINGPROF_IN_PROCESS
+  const auto stats = ringprof::emitter::GetCpuTimerStats();
+  Stat("samples", static_cast<long long>(stats.samples_recorded));
+  Stat("samples_pc_only", static_cast<long long>(stats.samples_pc_only));
+  if (stats.running && stats.samples_recorded == 0) Fail("no samples");
+  // With frames registered, every sample keeps only the interrupted pc.
+  if (stats.running && register_frames &&
+      stats.samples_pc_only != stats.samples_recorded) {
+    Fail("registered frames, but samples were unwound");
+  }
+#endif
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
 // --- scenario: spin (an exec target) ---------------------------------------
 
 int ScenarioSpin() {
@@ -711,7 +779,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: %s sensitive|backoff|preinstalled|threads|fork|"
-            "leftovers|own_sigwait|spin\n",
+            "leftovers|own_sigwait|exceptions|exceptions_jit|spin\n",
             argv[0]);
     return 2;
   }
@@ -736,6 +804,10 @@ int main(int argc, char** argv) {
   if (strcmp(scenario, "leftovers") == 0) status = ScenarioLeftovers();
   if (strcmp(scenario, "spin") == 0) status = ScenarioSpin();
   if (strcmp(scenario, "own_sigwait") == 0) status = ScenarioOwnSigwait();
+  if (strcmp(scenario, "exceptions") == 0) status = ScenarioExceptions(false);
+  if (strcmp(scenario, "exceptions_jit") == 0) {
+    status = ScenarioExceptions(true);
+  }
   printf("result %s %s\n", scenario, status == 0 ? "ok" : "failed");
   return status;
 }
