@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "collector/metrics.h"
 #include "collector/shipping/codec.h"
 #include "collector/shipping/histogram.h"
@@ -172,6 +173,7 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
                                           profile.service_name, profile.labels);
   if (absl::Status s = ValidateSeriesLabels(labels); !s.ok()) {
     M().invalid.Add(1);
+    ++Tally(profile.from_unix_ns, profile.until_unix_ns).invalid;
     log_.Log(LogLevel::kError, "invalid-labels",
              absl::StrCat("not sending a ", profile.name, " profile of pid ",
                           profile.pid, ": ", s.message()));
@@ -182,6 +184,8 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
   if (!facts.ok()) {
     const bool expired = absl::IsOutOfRange(facts.status());
     (expired ? M().expired : M().invalid).Add(1);
+    WindowTally& tally = Tally(profile.from_unix_ns, profile.until_unix_ns);
+    ++(expired ? tally.expired : tally.invalid);
     log_.Log(expired ? LogLevel::kWarning : LogLevel::kError,
              expired ? "expired" : "invalid-pprof",
              absl::StrCat("not sending a ", profile.name, " profile of pid ",
@@ -211,6 +215,7 @@ void PyroscopeSink::ToBacklog(const SpoolRecord& record) {
     return;
   }
   M().spooled.Add(1);
+  ++Tally(record.from_unix_ns(), record.until_unix_ns()).spooled;
   if (*dropped > 0) {
     M().dropped.Add(*dropped);
     log_.Log(
@@ -258,8 +263,10 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
   } else {
     record = &pending_.front();
   }
+  WindowTally& tally = Tally(record->from_unix_ns(), record->until_unix_ns());
   if (Expired(*record, UnixNowNs())) {
     M().expired.Add(1);
+    ++tally.expired;
     log_.Log(LogLevel::kWarning, "expired",
              absl::StrCat("a ", Describe(*record),
                           " profile is too old for Pyroscope's ingestion "
@@ -275,6 +282,8 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
     case UploadResult::Outcome::kSent:
       M().sent.Add(1);
       M().upload_bytes.Add(static_cast<uint64_t>(result.request_bytes));
+      ++tally.sent;
+      tally.bytes += result.request_bytes;
       if (LogEnabled(LogLevel::kDebug)) {
         Log(LogLevel::kDebug,
             absl::StrCat("sent ", Describe(*record), " [",
@@ -294,6 +303,7 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
       return true;
     case UploadResult::Outcome::kRejected:
       M().failed.Add(1);
+      ++tally.rejected;
       log_.Log(LogLevel::kError, absl::StrCat("rejected-", result.http_status),
                absl::StrCat("Pyroscope rejected a ", what, " profile (",
                             result.message,
@@ -333,12 +343,45 @@ void PyroscopeSink::PublishGauges() {
   M().backlog_profiles.Set(static_cast<double>(backlog_->size()));
 }
 
+PyroscopeSink::WindowTally& PyroscopeSink::Tally(int64_t from_unix_ns,
+                                                 int64_t until_unix_ns) {
+  // Bounded: a long outage logs its oldest windows early rather than
+  // keeping a tally per window forever.
+  if (tallies_.size() >= 64 && tallies_.count(until_unix_ns) == 0) {
+    LogWindowSummaries();
+  }
+  latest_until_ns_ = std::max(latest_until_ns_, until_unix_ns);
+  WindowTally& tally = tallies_[until_unix_ns];
+  tally.from_unix_ns = from_unix_ns;
+  return tally;
+}
+
+void PyroscopeSink::LogWindowSummaries(int64_t until_unix_ns) {
+  while (!tallies_.empty() && tallies_.begin()->first < until_unix_ns) {
+    const int64_t until = tallies_.begin()->first;
+    const WindowTally t = tallies_.begin()->second;
+    tallies_.erase(tallies_.begin());
+    std::string line = absl::StrCat(
+        "window ",
+        absl::FormatTime("%H:%M:%S", absl::FromUnixNanos(t.from_unix_ns),
+                         absl::UTCTimeZone()),
+        "+", (until - t.from_unix_ns) / 1000000000, "s UTC: ", t.sent,
+        " profiles sent (", (t.bytes + 1023) / 1024, " KiB)");
+    if (t.spooled > 0) absl::StrAppend(&line, ", ", t.spooled, " spooled");
+    if (t.rejected > 0) absl::StrAppend(&line, ", ", t.rejected, " rejected");
+    if (t.invalid > 0) absl::StrAppend(&line, ", ", t.invalid, " invalid");
+    if (t.expired > 0) absl::StrAppend(&line, ", ", t.expired, " expired");
+    Log(LogLevel::kInfo, line);
+  }
+}
+
 bool PyroscopeSink::CompleteFlushIfCaughtUp(uint64_t flush_target) {
   if (flush_done_ >= flush_target || !inbox_.empty() || !pending_.empty() ||
       !(backlog_->persistent() || backlog_->empty())) {
     return false;
   }
   flush_done_ = flush_target;
+  LogWindowSummaries();  // the flush ends the last window
   idle_.notify_all();
   if (flush_target != flush_requested_ || stop_) return false;
   abort_at_ns_.store(INT64_MAX, std::memory_order_relaxed);
@@ -384,10 +427,14 @@ void PyroscopeSink::Run() {
 
     lock.lock();
     outstanding_ = pending_.size() + backlog_->size();
+    if (inbox_.empty() && !work_left) LogWindowSummaries(latest_until_ns_);
     if (CompleteFlushIfCaughtUp(flush_target) && past_abort) {
       continue;  // uploads resume: the flush's abort time no longer applies
     }
-    if (stopping) break;
+    if (stopping) {
+      LogWindowSummaries();
+      break;
+    }
     if (!inbox_.empty() || stop_ || flush_requested_ != flush_target) continue;
     auto woken = [&] {
       return stop_ || !inbox_.empty() || flush_requested_ != flush_target;

@@ -36,6 +36,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -115,6 +116,17 @@ class PyroscopeSink final : public ProfileSink {
   // failure (backoff set).
   bool SendOldest(bool from_backlog);
   void PublishGauges();
+  // Per-window outcome counts, logged as one info line per window once
+  // everything submitted so far is settled (sent, rejected, expired).
+  struct WindowTally {
+    int64_t from_unix_ns = 0;
+    int sent = 0, spooled = 0, rejected = 0, invalid = 0, expired = 0;
+    int64_t bytes = 0;
+  };
+  WindowTally& Tally(int64_t from_unix_ns, int64_t until_unix_ns);
+  // Logs and forgets the tallies of windows ending before `until_unix_ns`
+  // (a later window has started, so they are complete).
+  void LogWindowSummaries(int64_t until_unix_ns = INT64_MAX);
   // With mu_ held: when the inbox and memory queue are empty and the
   // backlog is persistent or empty, marks flush `flush_target` done and, if
   // no newer flush is pending, lifts its abort time (returns true then).
@@ -142,6 +154,8 @@ class PyroscopeSink final : public ProfileSink {
   int64_t retry_at_ns_ = 0;          // monotonic; 0 when healthy
   int64_t backoff_ms_ = 0;
   bool in_outage_ = false;
+  std::map<int64_t, WindowTally> tallies_;  // by until_unix_ns
+  int64_t latest_until_ns_ = 0;
 
   std::thread thread_;
 };

@@ -372,6 +372,26 @@ TEST(PyroscopeSinkTest, WrongTenantIsAClearErrorLoggedOnceWithoutHotLoop) {
   EXPECT_EQ(accepted[0].tenant, "team-a");
 }
 
+TEST(PyroscopeSinkTest, LogsOneConciseLinePerWindow) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  StderrCapture capture;
+  {
+    auto sink = MakeSink(BaseOptions(receiver->url()));
+    ASSERT_NE(sink, nullptr);
+    for (int64_t from : WindowStarts(3)) {
+      for (const char* name : {"process_cpu", "memory"}) {
+        sink->Submit(
+            MakeWindowProfile(name, "svc", 7, from, from + 10 * kSecond));
+      }
+    }
+    ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  }
+  const std::string log = capture.Restore();
+  EXPECT_EQ(CountOccurrences(log, "INFO: window "), 3) << log;
+  EXPECT_EQ(CountOccurrences(log, "+10s UTC: 2 profiles sent ("), 3) << log;
+}
+
 TEST(PyroscopeSinkTest, BearerTokenIsSent) {
   auto receiver = StartReceiver({"--bearer-token", "tok-123"});
   ASSERT_NE(receiver, nullptr);
