@@ -110,11 +110,15 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       auto& [objects, bytes] = window.alloc[stack];
       const int64_t weight = static_cast<int64_t>(head.weight_bytes);
       bytes += weight;
-      objects +=
-          head.requested_size == 0
-              ? 1
-              : std::max<int64_t>(1, std::llround(static_cast<double>(weight) /
-                                                  head.requested_size));
+      // A sample of an s-byte allocation standing for w bytes stands for
+      // about w / s allocations (at least one; one when s is unknown).
+      if (weight > 0) {
+        objects += head.requested_size == 0
+                       ? 1
+                       : std::max<int64_t>(
+                             1, std::llround(static_cast<double>(weight) /
+                                             head.requested_size));
+      }
       return;
     }
     case RecordType::kCpuSample: {
