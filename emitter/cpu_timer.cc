@@ -569,6 +569,31 @@ void CpuTimerShutdown() {
   RestoreDisposition();
 }
 
+bool CpuTimerBeforeExec() {
+  if (g_state.load(std::memory_order_acquire) != State::kRunning) return false;
+  // A vfork child shares our memory but has no timers of its own: leave the
+  // parent's state alone.
+  if (t_timer.slot < 0 ||
+      static_cast<pid_t>(syscall(SYS_getpid)) != g_owner_pid) {
+    return false;
+  }
+  sigset_t ours, old_mask;
+  sigemptyset(&ours);
+  sigaddset(&ours, g_signal);
+  pthread_sigmask(SIG_BLOCK, &ours, &old_mask);
+  DisarmCurrentThread();
+  // The signal is blocked and the timer gone: whatever is pending now is all
+  // there will be. Consume it (raw syscall: past our sigtimedwait wrapper).
+  const struct timespec no_wait = {0, 0};
+  while (syscall(SYS_rt_sigtimedwait, &ours, nullptr, &no_wait, _NSIG / 8) ==
+         g_signal) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  return true;
+}
+
+void CpuTimerAfterFailedExec() { ArmCurrentThread(); }
+
 CpuTimerStats GetCpuTimerStats() {
   CpuTimerStats stats;
   stats.running = g_state.load(std::memory_order_acquire) == State::kRunning;

@@ -41,6 +41,16 @@ void CpuTimerAfterForkChild();
 // handler is left behind.
 void CpuTimerShutdown();
 
+// Around exec (emitter/exec_interpose.cc). exec resets our handler to
+// SIG_DFL but keeps the calling thread's pending signals, and a real-time
+// signal's default action terminates: a sample signal pending at that moment
+// would kill the new image. BeforeExec deletes the calling thread's timer and
+// drains its pending sample signal; it returns whether it did, and then
+// AfterFailedExec re-arms the timer if exec returned. Async-signal-safe (a
+// vfork child may call them; they do nothing outside the timers' process).
+bool CpuTimerBeforeExec();
+void CpuTimerAfterFailedExec();
+
 // Counters for tests and diagnostics (relaxed reads; any thread).
 struct CpuTimerStats {
   bool running = false;    // handler installed, timers being armed

@@ -125,6 +125,10 @@ done
 echo "    ring files with CPU samples: ${with_samples}"
 ((with_samples >= 3)) || fail "fork: parent, fork child and exec'd image not all sampled"
 
+# 4b. fork + exec at 1000 Hz: no exec'd image is killed by a sample signal
+#     left pending across exec (emitter/exec_interpose.cc).
+run exec_storm exec_storm RINGPROF_CPU_HZ=1000
+
 # 5. The application takes the signal after start: the sampler backs off.
 run backoff backoff RINGPROF_CPU_HZ=100
 grep -q "the application uses signal ${signal}" "${work}/backoff.err" ||

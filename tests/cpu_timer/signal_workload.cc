@@ -662,6 +662,46 @@ int ScenarioFork() {
   return g_failures.load() == 0 ? 0 : 1;
 }
 
+// --- scenario: exec_storm --------------------------------------------------
+// Fork children that burn CPU and then exec: a sample signal pending across
+// exec would kill the new image (exec resets our handler to SIG_DFL; a
+// real-time signal's default action terminates). Every child must exit 0.
+// Run at a high rate so expiries often land inside the exec syscall.
+
+int ScenarioExecStorm() {
+  constexpr int kChildren = 150;
+  int killed = 0;
+  for (int i = 0; i < kChildren; ++i) {
+    const pid_t child = fork();
+    if (child == 0) {
+#ifdef RINGPROF_IN_PROCESS
+      ringprof::emitter::CpuTimerAfterForkChild();
+#endif
+      Spin(3000000);
+      char arg0[] = "true";
+      char* argv[] = {arg0, nullptr};
+      switch (i % 3) {
+        case 0:
+          execl("/bin/true", "true", static_cast<char*>(nullptr));
+          break;
+        case 1:
+          execvp("true", argv);
+          break;
+        default:
+          execv("/bin/true", argv);
+      }
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++killed;
+  }
+  Stat("exec_children", kChildren);
+  Stat("exec_children_failed", killed);
+  if (killed != 0) Fail("exec'd children died (a pending sample signal?)");
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
 // --- scenario: leftovers ---------------------------------------------------
 // Prints what the sampler leaves in /proc; with the in-process build, also
 // shuts the sampler down and checks that nothing is left.
@@ -779,7 +819,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: %s sensitive|backoff|preinstalled|threads|fork|"
-            "leftovers|own_sigwait|exceptions|exceptions_jit|spin\n",
+            "leftovers|own_sigwait|exceptions|exceptions_jit|spin|exec_storm\n",
             argv[0]);
     return 2;
   }
@@ -801,6 +841,7 @@ int main(int argc, char** argv) {
   if (strcmp(scenario, "preinstalled") == 0) status = ScenarioPreinstalled();
   if (strcmp(scenario, "threads") == 0) status = ScenarioThreads();
   if (strcmp(scenario, "fork") == 0) status = ScenarioFork();
+  if (strcmp(scenario, "exec_storm") == 0) status = ScenarioExecStorm();
   if (strcmp(scenario, "leftovers") == 0) status = ScenarioLeftovers();
   if (strcmp(scenario, "spin") == 0) status = ScenarioSpin();
   if (strcmp(scenario, "own_sigwait") == 0) status = ScenarioOwnSigwait();
