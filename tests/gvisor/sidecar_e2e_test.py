@@ -141,7 +141,7 @@ def pod_script(out_dir, collector_argv, collector_env, loads, metrics_port=None)
 
     With metrics_port, once the collector has logged the end of every
     workload's process, the script saves the collector's /metrics (fetched
-    with bash's /dev/tcp: no curl needed) to $out/metrics.txt before the
+    with python3 from inside the sandbox) to $out/metrics.txt before the
     SIGTERM."""
     q = shlex.quote
     lines = [
@@ -161,6 +161,14 @@ def pod_script(out_dir, collector_argv, collector_env, loads, metrics_port=None)
             " ".join(q("%s=%s" % kv) for kv in collector_env.items()),
             " ".join(q(a) for a in collector_argv)),
         "collector=$!",
+        "",
+        "# Start the workloads once the sidecar is up (as a readiness probe",
+        "# would): a collector still starting on a loaded machine would let",
+        "# the first seconds of a ring be overwritten (bounded wait).",
+        "for _ in $(seq 300); do",
+        "  grep -q 'collecting from' \"$out/collector.log\" 2>/dev/null && break",
+        "  sleep 0.1",
+        "done",
         "",
         "# The workloads: unmodified programs, the emitter preloaded.",
     ]
@@ -187,9 +195,12 @@ def pod_script(out_dir, collector_argv, collector_env, loads, metrics_port=None)
             "  [[ $(grep -c ' done: ' \"$out/collector.log\") -ge %d ]] && break" % len(loads),
             "  sleep 0.1",
             "done",
-            "(exec 3<>/dev/tcp/127.0.0.1/%d &&" % metrics_port,
-            " printf 'GET /metrics HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3 &&",
-            " cat <&3) >\"$out/metrics.txt\"",
+            # Errors to their own file: inside the sandbox each fd writes at
+            # its own offset, so a shared stdout/stderr file gets garbled.
+            "python3 -c 'import sys, urllib.request; sys.stdout.write("
+            "urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "
+            "http://127.0.0.1:%d/metrics >\"$out/metrics.txt\" "
+            "2>\"$out/metrics.err\"" % metrics_port,
         ]
     lines += [
         "",
