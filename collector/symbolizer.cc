@@ -30,10 +30,21 @@
 #include "absl/container/node_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "collector/metrics.h"
 
 namespace ringprof {
 namespace collector {
 namespace {
+
+// Distinct addresses (per module) that resolved to nothing: exported on
+// /metrics; each is counted once, as the result is cached.
+Counter& MissesMetric() {
+  static Counter& counter = Metrics::Get().GetCounter(
+      "ringprof_symbolization_misses_total",
+      "Distinct addresses that resolved to no function (shown as "
+      "module+0xoffset).");
+  return counter;
+}
 
 std::string HexEncode(const unsigned char* bytes, size_t size) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -357,8 +368,12 @@ class DwflSymbolizer final : public Symbolizer {
       if (loaded.module != nullptr && address >= module.load_bias) {
         resolved = Resolve(loaded, lookup);
       }
-      ++(resolved.empty() ? stats_.addresses_unresolved
-                          : stats_.addresses_resolved);
+      if (resolved.empty()) {
+        ++stats_.addresses_unresolved;
+        MissesMetric().Add(1);
+      } else {
+        ++stats_.addresses_resolved;
+      }
       std::vector<PooledFrame> pooled;
       pooled.reserve(resolved.size());
       for (SymbolizedFrame& frame : resolved) {
