@@ -65,7 +65,12 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(3),
 ABSL_FLAG(absl::Duration, shutdown_deadline, absl::Seconds(10),
           "How long the final flush of the sink may take at exit.");
 ABSL_FLAG(int, top, 15, "Rows of the top table printed after `run`.");
-ABSL_FLAG(bool, verbose, false, "Log each ring file followed and ended.");
+ABSL_FLAG(bool, verbose, false,
+          "Same as --log-level=debug: log each ring file followed and ended "
+          "and each upload.");
+ABSL_FLAG(std::string, log_level, "info",
+          "error, warning, info (one line per shipped window) or debug "
+          "(also each ring file followed and ended, each upload).");
 ABSL_FLAG(std::string, output, "diff.html",
           "`diff`: where to write the HTML diff flame graph (also -o).");
 ABSL_FLAG(int, sample_index, -1,

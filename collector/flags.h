@@ -23,6 +23,7 @@ ABSL_DECLARE_FLAG(absl::Duration, drain_timeout);
 ABSL_DECLARE_FLAG(absl::Duration, shutdown_deadline);
 ABSL_DECLARE_FLAG(int, top);
 ABSL_DECLARE_FLAG(bool, verbose);
+ABSL_DECLARE_FLAG(std::string, log_level);
 ABSL_DECLARE_FLAG(std::string, output);
 ABSL_DECLARE_FLAG(int, sample_index);
 

@@ -441,7 +441,14 @@ int Main(int argc, char** argv) {
   std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
   std::vector<std::string> rest(positional.begin() + 1, positional.end());
-  SetVerboseLogging(absl::GetFlag(FLAGS_verbose));
+  const std::string log_level = absl::GetFlag(FLAGS_log_level);
+  if (log_level != "error" && log_level != "warning" && log_level != "warn" &&
+      log_level != "info" && log_level != "debug") {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--log-level must be error, warning, info or debug, not '",
+                     log_level, "'")));
+  }
+  SetVerboseLogging(absl::GetFlag(FLAGS_verbose) || log_level == "debug");
 
   if (subcommand == "run") return RunCommand(command);
   if (subcommand == "collect") {

@@ -128,10 +128,12 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseHeaders(
 }
 
 void ApplyLogLevel() {
+  // The collector's --log-level (validated there); --verbose means debug.
   LogLevel level = LogLevel::kInfo;
   if (absl::CommandLineFlag* f = absl::FindCommandLineFlag("log_level")) {
     if (!ParseLogLevel(f->CurrentValue(), &level)) level = LogLevel::kInfo;
-  } else if (absl::CommandLineFlag* v = absl::FindCommandLineFlag("verbose")) {
+  }
+  if (absl::CommandLineFlag* v = absl::FindCommandLineFlag("verbose")) {
     if (v->CurrentValue() == "true") level = LogLevel::kDebug;
   }
   SetLogLevel(level);
