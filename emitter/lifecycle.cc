@@ -117,6 +117,7 @@ __attribute__((constructor)) void StartEmitter() {
   pthread_atfork(nullptr, nullptr, OnForkChild);
   on_exit(OnProcessExit, nullptr);
   CpuTimerInit();
+  if (GetCpuTimerStats().running) DisableTimingSamples();
 }
 
 }  // namespace

@@ -297,6 +297,8 @@ int MaxFrames() { return g_config.max_frames; }
 
 const Config& SessionConfig() { return g_config; }
 const char* ExecutablePath() { return g_executable; }
+void DisableTimingSamples() { g_sampler_params.timing_period_ns = 0; }
+
 const SamplerParams& SessionSamplerParams() { return g_sampler_params; }
 
 void CountLostSample(uint64_t weight_bytes) {

@@ -36,6 +36,12 @@ const Config& SessionConfig();
 const char* ExecutablePath();
 const SamplerParams& SessionSamplerParams();
 
+// Stops timing samples (RINGPROF_MIN_SAMPLES_PER_SEC): once the CPU timer
+// runs, the collector builds process_cpu from timer samples only, so timing
+// samples would be pure overhead. Only from the library constructor, before
+// other threads can read the sampler parameters.
+void DisableTimingSamples();
+
 // Samples the emitter could not record (re-entrancy, capture failure); they
 // are reported in a LostSamples record by the next FlushLostSamples.
 void CountLostSample(uint64_t weight_bytes);
