@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "collector/utf8.h"
 
 namespace ringprof {
 namespace collector {
@@ -14,21 +15,29 @@ namespace {
 // occur in numbers, so distinct contents never collide.
 constexpr absl::string_view kSep = "\x1f";
 
-// string_table with "" at index 0.
+// string_table with "" at index 0. Every string of a profile enters here,
+// so this is the one place where workload bytes (file names, symbols,
+// build ids) are made valid UTF-8 and cut to Pyroscope's symbol length.
 class StringTable {
  public:
-  explicit StringTable(perftools::profiles::Profile* profile)
-      : profile_(profile) {
+  StringTable(perftools::profiles::Profile* profile, size_t max_bytes)
+      : profile_(profile), max_bytes_(max_bytes) {
     Intern("");
   }
   int64_t Intern(const std::string& s) {
+    if (s.size() <= max_bytes_ && IsValidUtf8(s)) return Add(s);
+    return Add(SanitizeUtf8(s, max_bytes_));
+  }
+
+ private:
+  int64_t Add(const std::string& s) {
     auto [it, inserted] = index_.try_emplace(s, index_.size());
     if (inserted) profile_->add_string_table(s);
     return it->second;
   }
 
- private:
   perftools::profiles::Profile* profile_;
+  const size_t max_bytes_;
   absl::flat_hash_map<std::string, int64_t> index_;
 };
 
@@ -158,7 +167,7 @@ std::vector<size_t> PprofBuilder::SamplesByPrimaryValue() const {
 
 perftools::profiles::Profile PprofBuilder::Emit(size_t keep) const {
   perftools::profiles::Profile profile;
-  StringTable strings(&profile);
+  StringTable strings(&profile, limits_.max_string_bytes);
   for (const ValueTypeSpec& vt : spec_.sample_types) {
     auto* type = profile.add_sample_type();
     type->set_type(strings.Intern(vt.type));

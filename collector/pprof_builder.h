@@ -2,6 +2,8 @@
 // reads and that passes Grafana Pyroscope's validation (prior-art.md §6):
 //
 //   * string_table[0] == "", every mapping/location/function id non-zero;
+//   * every string valid UTF-8 (bad bytes become U+FFFD) and at most
+//     max_string_bytes long: names and paths come from the workload;
 //   * sample_type names without '-', period_type always set;
 //   * every sample carries exactly one value per sample type;
 //   * at most `max_frames` locations per sample (deeper stacks keep their
@@ -52,6 +54,10 @@ struct ProfileLimits {
   size_t max_samples = 16000;
   size_t max_bytes = 4u << 20;  // serialized, uncompressed
   size_t max_frames = 1000;
+  // Longest string-table entry (max_profile_symbol_value_length): Pyroscope
+  // cuts longer ones itself, possibly inside a UTF-8 character, and then
+  // refuses the profile.
+  size_t max_string_bytes = 65535;
 };
 
 // The profile kinds the collector produces.

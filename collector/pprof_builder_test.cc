@@ -178,6 +178,36 @@ TEST(PprofBuilderTest, ValidatorRejectsWhatPyroscopeRejects) {
   EXPECT_FALSE(ValidatePprof(p).ok());
 }
 
+TEST(PprofBuilderTest, WorkloadBytesBecomeValidUtf8ThatSurvivesParsing) {
+  ProfileLimits limits;
+  limits.max_string_bytes = 64;
+  PprofBuilder b(CpuProfileSpec(10'000'000), limits);
+  MappingSpec m;
+  m.filename = "/srv/bin_caf\xe9/app";
+  m.build_id = "\xff\xfe";
+  const auto mapping = b.InternMapping(m);
+  LineSpec bad{"ns::f\xc0\xafoo", "/src/\xe9.cc", 1};
+  const auto loc =
+      b.InternLocation(mapping, 0x10, absl::MakeConstSpan(&bad, 1));
+  // Longer than the limit, with a 2-byte character straddling the cut.
+  const std::string long_name = std::string(63, 'x') + "\xc3\xa9";
+  b.AddSample({loc, Fn(b, mapping, 0x20, long_name)}, {1});
+  Profile p = b.Build();
+  ASSERT_TRUE(ValidatePprof(p, limits).ok()) << ValidatePprof(p, limits);
+  // libprotobuf refuses a proto3 string that is not UTF-8: this must parse.
+  Profile parsed;
+  ASSERT_TRUE(parsed.ParseFromString(p.SerializeAsString()));
+  EXPECT_EQ(parsed.string_table(parsed.mapping(0).filename()),
+            "/srv/bin_caf\xEF\xBF\xBD/app");
+  EXPECT_EQ(FunctionOf(parsed, parsed.sample(0).location_id(0)),
+            "ns::f\xEF\xBF\xBD\xEF\xBF\xBDoo");
+  EXPECT_EQ(FunctionOf(parsed, parsed.sample(0).location_id(1)),
+            std::string(63, 'x'));
+
+  p.add_string_table("\xe9");
+  EXPECT_THAT(ValidatePprof(p).message(), HasSubstr("UTF-8"));
+}
+
 TEST(PprofBuilderTest, GoToolPprofReadsIt) {
   PprofBuilder b(MemoryProfileSpec());
   MappingSpec m;

@@ -3,6 +3,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collector/utf8.h"
 
 namespace ringprof {
 namespace collector {
@@ -19,6 +20,13 @@ absl::Status ValidatePprof(const perftools::profiles::Profile& p,
   const int64_t strings = p.string_table_size();
   if (strings == 0 || !p.string_table(0).empty()) {
     return Invalid("string_table[0] must be the empty string");
+  }
+  for (const std::string& s : p.string_table()) {
+    if (!IsValidUtf8(s)) return Invalid("a string is not valid UTF-8");
+    if (s.size() > limits.max_string_bytes) {
+      return Invalid(absl::StrCat("a string of ", s.size(), " bytes > ",
+                                  limits.max_string_bytes));
+    }
   }
   auto string_ok = [&](int64_t i) { return i >= 0 && i < strings; };
   if (p.sample_type_size() == 0) return Invalid("no sample_type");
