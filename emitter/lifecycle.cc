@@ -24,17 +24,15 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <cstring>
 
+#include "emitter/config.h"
 #include "emitter/cpu_timer.h"
+#include "emitter/next_allocator.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
 #include "emitter/thread_events.h"
 #include "emitter/thread_state.h"
-
-extern "C" {
-void* __libc_malloc(size_t size);
-void __libc_free(void* ptr);
-}
 
 #define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -87,7 +85,7 @@ struct ThreadStart {
 
 void* ThreadTrampoline(void* raw) {
   const ThreadStart start = *static_cast<ThreadStart*>(raw);
-  __libc_free(raw);
+  g_next.free(raw);
   if (Enabled()) {
     RecordThreadStack();
     pthread_setspecific(g_thread_exit_key, &g_thread_exit_key);
@@ -106,11 +104,27 @@ void OnProcessExit(int status, void*) {
   EndSession(status);
 }
 
+// With another allocator preloaded before libringprof.so, the program's
+// malloc is that allocator's and never reaches the emitter: say so once.
+void WarnIfMallocShadowed() {
+  char path[256];
+  if (!MallocShadowedBy(path, sizeof(path))) return;
+  char line[512] = "ringprof: malloc comes from ";
+  strncat(line, path, sizeof(line) - strlen(line) - 1);
+  strncat(line,
+          ", loaded before libringprof.so: allocations are not sampled (list "
+          "libringprof.so first in LD_PRELOAD)\n",
+          sizeof(line) - strlen(line) - 1);
+  ReportToStderr(line);
+}
+
 __attribute__((constructor)) void StartEmitter() {
+  NextReady();  // resolves the allocator table outside any malloc
   StartSession();
   ResolveNext(g_real_pthread_create, "pthread_create");
   ResolveNext(g_real_pthread_setname, "pthread_setname_np");
   if (!Enabled()) return;
+  WarnIfMallocShadowed();
   if (pthread_key_create(&g_thread_exit_key, OnThreadExit) == 0) {
     g_thread_hooks_ready.store(true, std::memory_order_release);
   }
@@ -138,12 +152,12 @@ RINGPROF_EXPORT int pthread_create(pthread_t* thread,
     return real(thread, attr, routine, arg);
   }
   auto* start =
-      static_cast<e::ThreadStart*>(__libc_malloc(sizeof(e::ThreadStart)));
+      static_cast<e::ThreadStart*>(e::g_next.malloc(sizeof(e::ThreadStart)));
   if (start == nullptr) return real(thread, attr, routine, arg);
   start->routine = routine;
   start->arg = arg;
   const int result = real(thread, attr, e::ThreadTrampoline, start);
-  if (result != 0) __libc_free(start);
+  if (result != 0) e::g_next.free(start);
   return result;
 }
 

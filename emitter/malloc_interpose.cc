@@ -1,43 +1,36 @@
-// The interposed malloc family: each entry point forwards to glibc's own
-// implementation (__libc_malloc & co., exported by libc.so.6 for exactly
-// this purpose) and reports successful allocations to the sampler.
+// The interposed C allocation API: each entry point forwards to the next
+// definition in lookup order (next_allocator.h: glibc's, or jemalloc's /
+// tcmalloc's) and reports successful allocations to the sampler.
 //
-// Forwarding to __libc_* instead of dlsym(RTLD_NEXT) needs no bootstrap
-// (dlsym itself calls calloc) and works from the very first allocation,
-// before any constructor ran. The price: the emitter always forwards to
-// glibc's allocator, so it cannot be stacked on top of another preloaded
-// allocator (jemalloc, tcmalloc) — see README "Limits".
+// Every entry point that takes a pointer forwards it to the same allocator
+// that made it: the whole family (malloc_usable_size, the jemalloc extension
+// API, free_sized, ...) is interposed so that the program never reaches a
+// different allocator than the one the emitter allocated from. Results,
+// errno, alignment and failure rules are the next allocator's own.
 //
-// Semantics are glibc 2.36's, including errno and EINVAL rules:
-// aligned_alloc is glibc's alias of memalign (no size/alignment check);
-// posix_memalign rejects alignments that are not a power-of-two multiple of
-// sizeof(void*). malloc_usable_size is not interposed: every pointer is
-// glibc's own. C++ operator new/delete (all variants, aligned included) are
-// libstdc++'s, which call malloc / aligned_alloc / free through the PLT, so
-// they arrive here (tested by emitter_workload_test).
+// Before the table is resolved (the first call of the process), allocations
+// made by dlsym itself come from the bootstrap arena; free-like entry points
+// drop arena blocks. C++ operator new/delete: new_interpose.cc.
 #include <errno.h>
 
 #include <cstddef>
+#include <cstring>
 
 #include "emitter/alloc_sampler.h"
 #include "emitter/free_tracker.h"
-
-extern "C" {
-void* __libc_malloc(size_t size);
-void __libc_free(void* ptr);
-void* __libc_calloc(size_t count, size_t size);
-void* __libc_realloc(void* ptr, size_t size);
-void* __libc_memalign(size_t alignment, size_t size);
-void* __libc_valloc(size_t size);
-void* __libc_pvalloc(size_t size);
-}
+#include "emitter/next_allocator.h"
 
 #define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 
 using ringprof::emitter::AllocationNeedsSample;
+using ringprof::emitter::BootstrapAllocate;
+using ringprof::emitter::BootstrapBlockSize;
 using ringprof::emitter::FreeTrackingOn;
+using ringprof::emitter::g_next;
+using ringprof::emitter::InBootstrapArena;
+using ringprof::emitter::NextReady;
 using ringprof::emitter::OnFreeOfPossiblySampled;
 using ringprof::emitter::SampleAllocation;
 
@@ -53,46 +46,78 @@ __attribute__((always_inline)) inline void* AllocateAndSample(
   return ptr;
 }
 
-}  // namespace
-
-// Each entry point: the countdown first, so that the common case ends in a
-// tail call to glibc (no frame, no work after the call).
-RINGPROF_EXPORT void* malloc(size_t size) {
-  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return __libc_malloc(size);
-  }
-  return AllocateAndSample(size, [size] { return __libc_malloc(size); });
-}
-
-RINGPROF_EXPORT void free(void* ptr) {
+// Before a block is freed or moved: reported first, so that its address
+// cannot be reused and sampled again before the free is recorded.
+__attribute__((always_inline)) inline void BeforeFree(void* ptr) {
   if (__builtin_expect(FreeTrackingOn(), 0) && ptr != nullptr) {
     OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
   }
-  __libc_free(ptr);
+}
+
+// realloc of a bootstrap block: a fresh block from `allocate`, the old
+// contents copied; the arena block is never reused.
+template <typename Allocate>
+void* MoveOutOfArena(void* ptr, size_t size, Allocate allocate) {
+  if (size == 0) return nullptr;
+  void* moved = allocate(size);
+  if (moved == nullptr) return nullptr;
+  const size_t old_size = BootstrapBlockSize(ptr);
+  memcpy(moved, ptr, old_size < size ? old_size : size);
+  return moved;
+}
+
+}  // namespace
+
+// Each entry point: the countdown first, so that the common case ends in a
+// tail call to the next allocator (no frame, no work after the call).
+RINGPROF_EXPORT void* malloc(size_t size) {
+  if (__builtin_expect(!NextReady(), 0)) return BootstrapAllocate(size, 16);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return g_next.malloc(size);
+  }
+  return AllocateAndSample(size, [size] { return g_next.malloc(size); });
+}
+
+RINGPROF_EXPORT void free(void* ptr) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
+  BeforeFree(ptr);
+  g_next.free(ptr);
 }
 
 RINGPROF_EXPORT void* calloc(size_t count, size_t size) {
   size_t bytes;
-  if (__builtin_mul_overflow(count, size, &bytes) ||
-      __builtin_expect(!AllocationNeedsSample(bytes), 1)) {
-    return __libc_calloc(count, size);
+  const bool overflow = __builtin_mul_overflow(count, size, &bytes);
+  if (__builtin_expect(!NextReady(), 0)) {
+    // The arena is static storage that is never reused: already zero.
+    if (overflow) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    return BootstrapAllocate(bytes, 16);
+  }
+  if (overflow || __builtin_expect(!AllocationNeedsSample(bytes), 1)) {
+    return g_next.calloc(count, size);
   }
   return AllocateAndSample(
-      bytes, [count, size] { return __libc_calloc(count, size); });
+      bytes, [count, size] { return g_next.calloc(count, size); });
 }
 
 RINGPROF_EXPORT void* realloc(void* ptr, size_t size) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0)) {
+    return MoveOutOfArena(ptr, size, [](size_t n) {
+      return NextReady() ? g_next.malloc(n) : BootstrapAllocate(n, 16);
+    });
+  }
+  if (__builtin_expect(!NextReady(), 0)) return BootstrapAllocate(size, 16);
   // The old block may move or be freed: its free is reported first (if
   // realloc then fails, the block lives on unreported; rare).
-  if (__builtin_expect(FreeTrackingOn(), 0) && ptr != nullptr) {
-    OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
-  }
+  BeforeFree(ptr);
   // realloc(p, 0) frees p: not an allocation.
   if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return __libc_realloc(ptr, size);
+    return g_next.realloc(ptr, size);
   }
   return AllocateAndSample(size,
-                           [ptr, size] { return __libc_realloc(ptr, size); });
+                           [ptr, size] { return g_next.realloc(ptr, size); });
 }
 
 RINGPROF_EXPORT void* reallocarray(void* ptr, size_t count, size_t size) {
@@ -106,44 +131,138 @@ RINGPROF_EXPORT void* reallocarray(void* ptr, size_t count, size_t size) {
 
 RINGPROF_EXPORT int posix_memalign(void** result, size_t alignment,
                                    size_t size) {
-  if (alignment % sizeof(void*) != 0 || alignment == 0 ||
-      ((alignment / sizeof(void*)) & (alignment / sizeof(void*) - 1)) != 0) {
-    return EINVAL;
+  if (__builtin_expect(!NextReady(), 0)) {
+    void* ptr = BootstrapAllocate(size, alignment);
+    if (ptr == nullptr) return ENOMEM;
+    *result = ptr;
+    return 0;
   }
   const bool sample = AllocationNeedsSample(size);
-  void* ptr = __libc_memalign(alignment, size);
-  if (ptr == nullptr) return ENOMEM;
-  *result = ptr;
-  if (__builtin_expect(sample, 0)) SampleAllocation(ptr, size);
-  return 0;
+  const int error = g_next.posix_memalign(result, alignment, size);
+  if (__builtin_expect(sample, 0) && error == 0 && *result != nullptr) {
+    SampleAllocation(*result, size);
+  }
+  return error;
 }
 
 RINGPROF_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
-  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return __libc_memalign(alignment, size);
+  if (__builtin_expect(!NextReady(), 0)) {
+    return BootstrapAllocate(size, alignment);
   }
-  return AllocateAndSample(
-      size, [alignment, size] { return __libc_memalign(alignment, size); });
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return g_next.aligned_alloc(alignment, size);
+  }
+  return AllocateAndSample(size, [alignment, size] {
+    return g_next.aligned_alloc(alignment, size);
+  });
 }
 
 RINGPROF_EXPORT void* memalign(size_t alignment, size_t size) {
+  if (__builtin_expect(!NextReady(), 0)) {
+    return BootstrapAllocate(size, alignment);
+  }
   if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return __libc_memalign(alignment, size);
+    return g_next.memalign(alignment, size);
   }
   return AllocateAndSample(
-      size, [alignment, size] { return __libc_memalign(alignment, size); });
+      size, [alignment, size] { return g_next.memalign(alignment, size); });
 }
 
 RINGPROF_EXPORT void* valloc(size_t size) {
+  if (__builtin_expect(!NextReady(), 0)) return BootstrapAllocate(size, 4096);
   if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return __libc_valloc(size);
+    return g_next.valloc(size);
   }
-  return AllocateAndSample(size, [size] { return __libc_valloc(size); });
+  return AllocateAndSample(size, [size] { return g_next.valloc(size); });
 }
 
 RINGPROF_EXPORT void* pvalloc(size_t size) {
+  if (__builtin_expect(!NextReady(), 0)) return BootstrapAllocate(size, 4096);
   if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return __libc_pvalloc(size);
+    return g_next.pvalloc(size);
   }
-  return AllocateAndSample(size, [size] { return __libc_pvalloc(size); });
+  return AllocateAndSample(size, [size] { return g_next.pvalloc(size); });
+}
+
+RINGPROF_EXPORT size_t malloc_usable_size(void* ptr) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0)) {
+    return BootstrapBlockSize(ptr);
+  }
+  if (!NextReady()) return 0;
+  return g_next.malloc_usable_size(ptr);
+}
+
+// C23's sized frees.
+RINGPROF_EXPORT void free_sized(void* ptr, size_t size) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
+  BeforeFree(ptr);
+  g_next.free_sized(ptr, size);
+}
+
+RINGPROF_EXPORT void free_aligned_sized(void* ptr, size_t alignment,
+                                        size_t size) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
+  BeforeFree(ptr);
+  g_next.free_aligned_sized(ptr, alignment, size);
+}
+
+// jemalloc's extension API (forwarded to jemalloc when it is the next
+// allocator, emulated on the next allocator otherwise).
+RINGPROF_EXPORT void* mallocx(size_t size, int flags) {
+  if (__builtin_expect(!NextReady(), 0)) return BootstrapAllocate(size, 16);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return g_next.mallocx(size, flags);
+  }
+  return AllocateAndSample(
+      size, [size, flags] { return g_next.mallocx(size, flags); });
+}
+
+RINGPROF_EXPORT void* rallocx(void* ptr, size_t size, int flags) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0)) {
+    return MoveOutOfArena(ptr, size, [flags](size_t n) {
+      return NextReady() ? g_next.mallocx(n, flags) : BootstrapAllocate(n, 16);
+    });
+  }
+  if (!NextReady()) return nullptr;
+  BeforeFree(ptr);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return g_next.rallocx(ptr, size, flags);
+  }
+  return AllocateAndSample(
+      size, [ptr, size, flags] { return g_next.rallocx(ptr, size, flags); });
+}
+
+RINGPROF_EXPORT size_t xallocx(void* ptr, size_t size, size_t extra,
+                               int flags) {
+  // Resizes in place only: the address stays, so nothing to report.
+  if (__builtin_expect(InBootstrapArena(ptr), 0)) {
+    return BootstrapBlockSize(ptr);
+  }
+  if (!NextReady()) return 0;
+  return g_next.xallocx(ptr, size, extra, flags);
+}
+
+RINGPROF_EXPORT size_t sallocx(const void* ptr, int flags) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0)) {
+    return BootstrapBlockSize(ptr);
+  }
+  if (!NextReady()) return 0;
+  return g_next.sallocx(ptr, flags);
+}
+
+RINGPROF_EXPORT void dallocx(void* ptr, int flags) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
+  BeforeFree(ptr);
+  g_next.dallocx(ptr, flags);
+}
+
+RINGPROF_EXPORT void sdallocx(void* ptr, size_t size, int flags) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
+  BeforeFree(ptr);
+  g_next.sdallocx(ptr, size, flags);
+}
+
+RINGPROF_EXPORT size_t nallocx(size_t size, int flags) {
+  if (!NextReady()) return size;
+  return g_next.nallocx(size, flags);
 }

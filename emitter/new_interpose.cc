@@ -1,0 +1,160 @@
+// C++ operator new/delete, every variant, forwarded to the next definition
+// (next_allocator.h). libstdc++'s operator new calls malloc, where the
+// allocation is sampled; jemalloc and tcmalloc define their own operator
+// new that never calls malloc, so there the wrapper samples (once: the
+// choice is g_next.new_is_allocator, made when the table is resolved).
+// Deletes are forwarded likewise; with an allocator's own delete they report
+// the free first (RINGPROF_TRACK_FREES).
+//
+// Definitions at the ABI level (std::nothrow_t& is a pointer,
+// std::align_val_t a size_t), so that no libstdc++ header or runtime is
+// needed; the exported names are the Itanium-mangled ones (libringprof.map).
+// A failing operator new throws from the next definition, through the
+// wrapper's frame (which has unwind tables and nothing to clean up).
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+#include "emitter/alloc_sampler.h"
+#include "emitter/free_tracker.h"
+#include "emitter/next_allocator.h"
+
+#define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using ringprof::emitter::AllocationNeedsSample;
+using ringprof::emitter::FreeTrackingOn;
+using ringprof::emitter::g_next;
+using ringprof::emitter::NextAllocator;
+using ringprof::emitter::NextReady;
+using ringprof::emitter::OnFreeOfPossiblySampled;
+using ringprof::emitter::ResolveNextOperatorNew;
+using ringprof::emitter::SampleAllocation;
+
+// The entry of the next allocator for `member`, resolved again if the
+// library defining it was loaded after the table was made. Null only when
+// no loaded object defines it (the caller then falls back to malloc/free).
+template <typename Fn>
+__attribute__((always_inline)) inline Fn Next(Fn NextAllocator::*member) {
+  NextReady();  // only false inside dlsym's own allocations, never here
+  Fn fn = g_next.*member;
+  if (__builtin_expect(fn == nullptr, 0)) {
+    ResolveNextOperatorNew();
+    fn = g_next.*member;
+  }
+  return fn;
+}
+
+// Counts and samples the allocation when the next operator new is an
+// allocator's own; `allocate` calls it.
+template <typename Allocate>
+__attribute__((always_inline)) inline void* NewAndSample(size_t size,
+                                                         Allocate allocate) {
+  if (!g_next.new_is_allocator ||
+      __builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return allocate();
+  }
+  void* ptr = allocate();
+  if (ptr != nullptr) SampleAllocation(ptr, size);
+  return ptr;
+}
+
+__attribute__((always_inline)) inline void BeforeDelete(void* ptr) {
+  if (g_next.new_is_allocator && __builtin_expect(FreeTrackingOn(), 0) &&
+      ptr != nullptr) {
+    OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
+  }
+}
+
+// No object defines operator new (none is loaded that calls it, so this is
+// all but unreachable): malloc, and abort where new would throw.
+void* MallocOrAbort(size_t size) {
+  void* ptr = g_next.malloc(size == 0 ? 1 : size);
+  if (ptr == nullptr) abort();
+  return ptr;
+}
+void* AlignedOrAbort(size_t size, size_t alignment) {
+  void* ptr = g_next.memalign(alignment, size == 0 ? 1 : size);
+  if (ptr == nullptr) abort();
+  return ptr;
+}
+
+}  // namespace
+
+#define RINGPROF_NEW(name, member)                                  \
+  RINGPROF_EXPORT void* name(size_t size) {                         \
+    auto next = Next(&NextAllocator::member);                       \
+    if (next == nullptr) return MallocOrAbort(size);                \
+    return NewAndSample(size, [next, size] { return next(size); }); \
+  }
+#define RINGPROF_NEW_NOTHROW(name, member)                                    \
+  RINGPROF_EXPORT void* name(size_t size, const void* tag) {                  \
+    auto next = Next(&NextAllocator::member);                                 \
+    if (next == nullptr) return g_next.malloc(size == 0 ? 1 : size);          \
+    return NewAndSample(size, [next, size, tag] { return next(size, tag); }); \
+  }
+#define RINGPROF_NEW_ALIGNED(name, member)                                \
+  RINGPROF_EXPORT void* name(size_t size, size_t alignment) {             \
+    auto next = Next(&NextAllocator::member);                             \
+    if (next == nullptr) return AlignedOrAbort(size, alignment);          \
+    return NewAndSample(                                                  \
+        size, [next, size, alignment] { return next(size, alignment); }); \
+  }
+#define RINGPROF_NEW_ALIGNED_NOTHROW(name, member)                             \
+  RINGPROF_EXPORT void* name(size_t size, size_t alignment, const void* tag) { \
+    auto next = Next(&NextAllocator::member);                                  \
+    if (next == nullptr) {                                                     \
+      return g_next.memalign(alignment, size == 0 ? 1 : size);                 \
+    }                                                                          \
+    return NewAndSample(size, [next, size, alignment, tag] {                   \
+      return next(size, alignment, tag);                                       \
+    });                                                                        \
+  }
+
+RINGPROF_NEW(_Znwm, new_)
+RINGPROF_NEW(_Znam, new_array)
+RINGPROF_NEW_NOTHROW(_ZnwmRKSt9nothrow_t, new_nothrow)
+RINGPROF_NEW_NOTHROW(_ZnamRKSt9nothrow_t, new_array_nothrow)
+RINGPROF_NEW_ALIGNED(_ZnwmSt11align_val_t, new_aligned)
+RINGPROF_NEW_ALIGNED(_ZnamSt11align_val_t, new_array_aligned)
+RINGPROF_NEW_ALIGNED_NOTHROW(_ZnwmSt11align_val_tRKSt9nothrow_t,
+                             new_aligned_nothrow)
+RINGPROF_NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t,
+                             new_array_aligned_nothrow)
+
+// Every delete: report, then the next definition (or free).
+#define RINGPROF_DELETE(name, member, params, args) \
+  RINGPROF_EXPORT void name params {                \
+    auto next = Next(&NextAllocator::member);       \
+    BeforeDelete(ptr);                              \
+    if (next == nullptr) return g_next.free(ptr);   \
+    next args;                                      \
+  }
+
+RINGPROF_DELETE(_ZdlPv, delete_, (void* ptr), (ptr))
+RINGPROF_DELETE(_ZdaPv, delete_array, (void* ptr), (ptr))
+RINGPROF_DELETE(_ZdlPvRKSt9nothrow_t, delete_nothrow,
+                (void* ptr, const void* tag), (ptr, tag))
+RINGPROF_DELETE(_ZdaPvRKSt9nothrow_t, delete_array_nothrow,
+                (void* ptr, const void* tag), (ptr, tag))
+RINGPROF_DELETE(_ZdlPvSt11align_val_t, delete_aligned,
+                (void* ptr, size_t alignment), (ptr, alignment))
+RINGPROF_DELETE(_ZdaPvSt11align_val_t, delete_array_aligned,
+                (void* ptr, size_t alignment), (ptr, alignment))
+RINGPROF_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow,
+                (void* ptr, size_t alignment, const void* tag),
+                (ptr, alignment, tag))
+RINGPROF_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t,
+                delete_array_aligned_nothrow,
+                (void* ptr, size_t alignment, const void* tag),
+                (ptr, alignment, tag))
+RINGPROF_DELETE(_ZdlPvm, delete_sized, (void* ptr, size_t size), (ptr, size))
+RINGPROF_DELETE(_ZdaPvm, delete_array_sized, (void* ptr, size_t size),
+                (ptr, size))
+RINGPROF_DELETE(_ZdlPvmSt11align_val_t, delete_sized_aligned,
+                (void* ptr, size_t size, size_t alignment),
+                (ptr, size, alignment))
+RINGPROF_DELETE(_ZdaPvmSt11align_val_t, delete_array_sized_aligned,
+                (void* ptr, size_t size, size_t alignment),
+                (ptr, size, alignment))

@@ -1,0 +1,127 @@
+// The allocator the emitter forwards to: whichever definition of each entry
+// point comes next in the dynamic linker's lookup order after
+// libringprof.so (dlsym(RTLD_NEXT)) — glibc's, or jemalloc's / tcmalloc's
+// when the program links or preloads one of them after the emitter. Every
+// interposed entry point forwards to the definition the program would have
+// called without the emitter, so a pointer never crosses allocators.
+//
+// Contract:
+//  - One table, resolved once, by the first interposed call of any thread
+//    (possibly before any constructor ran, possibly from inside the dynamic
+//    loader). Concurrent first calls wait for the resolving thread.
+//  - dlsym may itself call malloc/calloc/realloc/free: while the calling
+//    thread resolves, allocations are served from a small static arena
+//    (BootstrapAllocate); its blocks are never returned, and every free-like
+//    entry point must drop them (InBootstrapArena) instead of forwarding.
+//  - Entry points the next allocator lacks (jemalloc's mallocx family on
+//    glibc, free_sized before glibc 2.38) are emulated on top of the next
+//    allocator's malloc/memalign/realloc/free/malloc_usable_size.
+//  - Everything here is allocation-free (outside dlsym), lock-free after
+//    resolution and async-signal-safe after resolution.
+#ifndef RINGPROF_EMITTER_NEXT_ALLOCATOR_H_
+#define RINGPROF_EMITTER_NEXT_ALLOCATOR_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ringprof {
+namespace emitter {
+
+struct NextAllocator {
+  // The C allocation API. Never null once resolved.
+  void* (*malloc)(size_t);
+  void (*free)(void*);
+  void* (*calloc)(size_t, size_t);
+  void* (*realloc)(void*, size_t);
+  void* (*memalign)(size_t, size_t);
+  int (*posix_memalign)(void**, size_t, size_t);
+  void* (*aligned_alloc)(size_t, size_t);
+  void* (*valloc)(size_t);
+  void* (*pvalloc)(size_t);
+  size_t (*malloc_usable_size)(void*);
+  // C23; emulated with free when missing.
+  void (*free_sized)(void*, size_t);
+  void (*free_aligned_sized)(void*, size_t, size_t);
+  // jemalloc's non-standard API; emulated when missing.
+  void* (*mallocx)(size_t, int);
+  void* (*rallocx)(void*, size_t, int);
+  size_t (*xallocx)(void*, size_t, size_t, int);
+  size_t (*sallocx)(const void*, int);
+  void (*dallocx)(void*, int);
+  void (*sdallocx)(void*, size_t, int);
+  size_t (*nallocx)(size_t, int);
+  // C++ operator new/delete as the next object defines them (libstdc++'s,
+  // or the allocator's own), at the ABI level (std::nothrow_t& is a pointer,
+  // std::align_val_t a size_t).
+  void* (*new_)(size_t);                            // _Znwm
+  void* (*new_array)(size_t);                       // _Znam
+  void* (*new_nothrow)(size_t, const void*);        // _ZnwmRKSt9nothrow_t
+  void* (*new_array_nothrow)(size_t, const void*);  // _ZnamRKSt9nothrow_t
+  void* (*new_aligned)(size_t, size_t);             // _ZnwmSt11align_val_t
+  void* (*new_array_aligned)(size_t, size_t);       // _ZnamSt11align_val_t
+  void* (*new_aligned_nothrow)(size_t, size_t, const void*);
+  void* (*new_array_aligned_nothrow)(size_t, size_t, const void*);
+  void (*delete_)(void*);       // _ZdlPv
+  void (*delete_array)(void*);  // _ZdaPv
+  void (*delete_nothrow)(void*, const void*);
+  void (*delete_array_nothrow)(void*, const void*);
+  void (*delete_aligned)(void*, size_t);
+  void (*delete_array_aligned)(void*, size_t);
+  void (*delete_aligned_nothrow)(void*, size_t, const void*);
+  void (*delete_array_aligned_nothrow)(void*, size_t, const void*);
+  void (*delete_sized)(void*, size_t);        // _ZdlPvm
+  void (*delete_array_sized)(void*, size_t);  // _ZdaPvm
+  void (*delete_sized_aligned)(void*, size_t,
+                               size_t);  // _ZdlPvmSt11align_val_t
+  void (*delete_array_sized_aligned)(void*, size_t, size_t);
+  // True when the next operator new belongs to the same object as the next
+  // malloc (jemalloc, tcmalloc): it allocates without calling malloc, so the
+  // emitter must sample it. False for libstdc++'s (which calls malloc, where
+  // the allocation is sampled once).
+  bool new_is_allocator;
+};
+
+extern NextAllocator g_next;
+extern std::atomic<bool> g_next_ready;
+
+// Resolves the table unless done; false when the calling thread is itself
+// resolving (the caller must then use the bootstrap arena).
+bool ResolveNextAllocator();
+
+// True when the table may be used.
+inline bool NextReady() {
+  return __builtin_expect(g_next_ready.load(std::memory_order_acquire), 1) ||
+         ResolveNextAllocator();
+}
+
+// (Re-)resolves the operator new/delete entries: ResolveNextAllocator does
+// it once; an operator new wrapper that finds its entry null (libstdc++
+// dlopen'ed after the first allocation) calls it again. Not during
+// bootstrap; idempotent, racing calls store the same values.
+void ResolveNextOperatorNew();
+
+// The bootstrap arena (see above). Returns nullptr when exhausted.
+void* BootstrapAllocate(size_t size, size_t alignment);
+// The size requested for a bootstrap block.
+size_t BootstrapBlockSize(const void* ptr);
+
+extern unsigned char g_bootstrap_arena[];
+inline constexpr size_t kBootstrapArenaSize = 64 * 1024;
+
+inline bool InBootstrapArena(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) -
+             reinterpret_cast<uintptr_t>(g_bootstrap_arena) <
+         kBootstrapArenaSize;
+}
+
+// A description of the next allocator for the one diagnostic line the
+// emitter prints when the program's malloc is not the emitter's (another
+// allocator preloaded before libringprof.so): fills `path` with the object
+// that provides the program's malloc and returns true in that case.
+bool MallocShadowedBy(char* path, size_t path_size);
+
+}  // namespace emitter
+}  // namespace ringprof
+
+#endif  // RINGPROF_EMITTER_NEXT_ALLOCATOR_H_
