@@ -1,7 +1,7 @@
 #include "collector/collector.h"
 
 #include "absl/strings/str_cat.h"
-#include "collector/log.h"
+#include "collector/base/log.h"
 
 namespace ringprof {
 namespace collector {

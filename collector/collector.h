@@ -24,11 +24,11 @@
 #include <thread>
 
 #include "absl/status/status.h"
-#include "collector/drained_batch.h"
-#include "collector/process_profiler.h"
-#include "collector/ring_drainer.h"
-#include "collector/sink.h"
-#include "collector/symbolizer.h"
+#include "collector/ingest/drained_batch.h"
+#include "collector/ingest/ring_drainer.h"
+#include "collector/profile/process_profiler.h"
+#include "collector/sink/sink.h"
+#include "collector/symbolize/symbolizer.h"
 
 namespace ringprof {
 namespace collector {

@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "collector/pprof_validate.h"
+#include "collector/profile/pprof_validate.h"
 #include "gtest/gtest.h"
 #include "ringfile/test_util.h"
 #include "ringfile/writer.h"

@@ -17,8 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "collector/drained_batch.h"
-#include "collector/process_profiler.h"
+#include "collector/ingest/drained_batch.h"
+#include "collector/profile/process_profiler.h"
 #include "ringfile/reader.h"
 #include "ringfile/writer.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/metrics.h"
+#include "collector/base/metrics.h"
 
 namespace ringprof {
 namespace collector {

@@ -12,7 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "collector/metrics.h"
+#include "collector/base/metrics.h"
 #include "collector/shipping/log.h"
 
 namespace ringprof {

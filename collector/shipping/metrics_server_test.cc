@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "collector/metrics.h"
+#include "collector/base/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

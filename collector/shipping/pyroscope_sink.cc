@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "collector/metrics.h"
+#include "collector/base/metrics.h"
 #include "collector/shipping/codec.h"
 #include "collector/shipping/histogram.h"
 

@@ -49,7 +49,7 @@
 #include "collector/shipping/labels.h"
 #include "collector/shipping/log.h"
 #include "collector/shipping/pprof_validation.h"
-#include "collector/sink.h"
+#include "collector/sink/sink.h"
 
 namespace ringprof {
 namespace collector {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/metrics.h"
+#include "collector/base/metrics.h"
 #include "collector/shipping/testing/receiver_fixture.h"
 #include "collector/shipping/testing/synthetic_profiles.h"
 #include "gmock/gmock.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/metrics.h"
+#include "collector/base/metrics.h"
 #include "collector/shipping/backlog.h"
 #include "collector/shipping/codec.h"
 #include "collector/shipping/http_uploader.h"

@@ -300,7 +300,7 @@ def load_profile_module(scratch):
 def local_profiles(output_dir, scratch):
     """{service: {kind: [summary]}} from the collector's per-window files,
     <out>/<service>/<pid>/<kind>/<from_ms>-<until_ms>.pb.gz
-    (collector/local_sink.h)."""
+    (collector/sink/local_sink.h)."""
     profile_pb2 = load_profile_module(scratch)
     by_service = {}
     for path in sorted(glob.glob(os.path.join(output_dir, "*", "*", "*", "*.pb.gz"))):

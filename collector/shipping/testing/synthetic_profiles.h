@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collector/sink.h"
+#include "collector/sink/sink.h"
 
 namespace ringprof {
 namespace collector {

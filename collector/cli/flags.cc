@@ -1,0 +1,174 @@
+#include "collector/cli/flags.h"
+
+#include <cstdlib>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+ABSL_FLAG(std::string, ring_dir, "",
+          "Directory of ring files. `collect`: required (the emitters' "
+          "RINGPROF_DIR). `run`: default a private directory under /dev/shm "
+          "(or $TMPDIR), removed afterwards.");
+ABSL_FLAG(std::string, output_dir, "",
+          "Local output directory (per-window .pb.gz, merged profiles, "
+          "top.txt, flame graphs). `run`: default "
+          "./ringprof-<command>-<date>-<time>. `collect`: default "
+          "./ringprof-out when no Pyroscope server is configured, none "
+          "otherwise.");
+ABSL_FLAG(std::string, emitter, "",
+          "`run`: path of libringprof.so (default: next to the ringprof "
+          "binary, in its Bazel runfiles, or ../emitter/).");
+ABSL_FLAG(std::string, service, "",
+          "`run`: service name given to the emitter (RINGPROF_SERVICE_NAME); "
+          "default: the emitter's (the executable's name).");
+ABSL_FLAG(absl::Duration, tick, absl::Milliseconds(10),
+          "Tick of the tick-picking CPU estimate; each pick adds one tick.");
+ABSL_FLAG(absl::Duration, max_distance, absl::ZeroDuration(),
+          "Farthest a sample may be from a tick to be picked for it "
+          "(0: one tick).");
+ABSL_FLAG(bool, idle_frame, false,
+          "Record ticks at which no thread had a sample as a '[no sample]' "
+          "frame in the alloc_ticks CPU profile (Pyro Caml's behaviour).");
+ABSL_FLAG(absl::Duration, window, absl::Seconds(10),
+          "Profile window, aligned to the wall clock.");
+ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(5),
+          "How often rings are drained.");
+ABSL_FLAG(absl::Duration, rescan_interval, absl::Seconds(1),
+          "How often the ring directory is rescanned besides inotify.");
+ABSL_FLAG(absl::Duration, watermark_slack, absl::Milliseconds(250),
+          "How far behind the newest data ticks are decided, so records "
+          "committed late by other threads still count.");
+ABSL_FLAG(absl::Duration, liveness_interval, absl::Seconds(1),
+          "After this long without progress, check whether a ring's writer "
+          "process is still alive.");
+ABSL_FLAG(bool, keep_rings, false,
+          "Keep ring files of ended processes (default: delete them once "
+          "fully drained).");
+ABSL_FLAG(std::vector<std::string>, symbols_dir, {},
+          "Comma-separated directories laid out like /usr/lib/debug "
+          "(.build-id/ab/cdef....debug).");
+ABSL_FLAG(bool, debuginfod, true,
+          "Fetch debug info from debuginfod when DEBUGINFOD_URLS is set.");
+ABSL_FLAG(std::string, proc_root, "/proc",
+          "Where the workload's /proc is visible (binaries are looked up in "
+          "<proc-root>/<pid>/root/ first).");
+ABSL_FLAG(int64_t, max_queued_records, 256 * 1024,
+          "Records buffered between the drain and processing threads.");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(3),
+          "`run`: after the command exits, how long to wait for its (and its "
+          "children's) rings to end.");
+ABSL_FLAG(absl::Duration, shutdown_deadline, absl::Seconds(10),
+          "How long the final flush of the sink may take at exit.");
+ABSL_FLAG(int, top, 15, "Rows of the top table printed after `run`.");
+ABSL_FLAG(bool, verbose, false,
+          "Same as --log-level=debug: log each ring file followed and ended "
+          "and each upload.");
+ABSL_FLAG(std::string, log_level, "info",
+          "error, warning, info (one line per shipped window) or debug "
+          "(also each ring file followed and ended, each upload).");
+ABSL_FLAG(std::string, output, "diff.html",
+          "`diff`: where to write the HTML diff flame graph (also -o).");
+ABSL_FLAG(int, sample_index, -1,
+          "`diff`: which value to compare (-1: the last, e.g. alloc_space).");
+
+namespace ringprof {
+namespace collector {
+
+void NormalizeFlagNames(std::vector<std::string>& args) {
+  for (std::string& arg : args) {
+    if (arg == "--") break;
+    if (!absl::StartsWith(arg, "-") || arg.size() < 2) continue;
+    const size_t dashes = absl::StartsWith(arg, "--") ? 2 : 1;
+    const size_t end = std::min(arg.find('='), arg.size());
+    for (size_t i = dashes; i < end; ++i) {
+      if (arg[i] == '-') arg[i] = '_';
+    }
+  }
+}
+
+namespace {
+bool IsCollectorFlagFile(absl::string_view file) {
+  return absl::StrContains(file, "collector/");
+}
+}  // namespace
+
+absl::Status ApplyEnvironmentToFlags() {
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    const std::string file = flag->Filename();
+    if (!IsCollectorFlagFile(file) || absl::StrContains(file, "shipping/")) {
+      continue;
+    }
+    const std::string var =
+        absl::StrCat("RINGPROF_", absl::AsciiStrToUpper(std::string(name)));
+    const char* value = std::getenv(var.c_str());
+    if (value == nullptr) continue;
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable ", var, ": ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ConfigureUsage() {
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = IsCollectorFlagFile;
+  config.contains_helpshort_flags = IsCollectorFlagFile;
+  absl::SetFlagsUsageConfig(config);
+}
+
+absl::StatusOr<CollectorOptions> CollectorOptionsFromFlags() {
+  CollectorOptions options;
+  options.drainer.ring_dir = absl::GetFlag(FLAGS_ring_dir);
+  options.drainer.poll_interval = absl::GetFlag(FLAGS_poll_interval);
+  options.drainer.rescan_interval = absl::GetFlag(FLAGS_rescan_interval);
+  options.drainer.watermark_slack = absl::GetFlag(FLAGS_watermark_slack);
+  options.drainer.liveness_interval = absl::GetFlag(FLAGS_liveness_interval);
+  options.drainer.keep_rings = absl::GetFlag(FLAGS_keep_rings);
+  const absl::Duration tick = absl::GetFlag(FLAGS_tick);
+  absl::Duration max_distance = absl::GetFlag(FLAGS_max_distance);
+  if (max_distance == absl::ZeroDuration()) max_distance = tick;
+  const absl::Duration window = absl::GetFlag(FLAGS_window);
+  if (tick < absl::Microseconds(100) || tick > absl::Seconds(1)) {
+    return absl::InvalidArgumentError("--tick must be in [100us, 1s]");
+  }
+  if (max_distance < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--max-distance must be >= 0");
+  }
+  if (window < absl::Seconds(1) || window % tick != absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--window must be >= 1s and a multiple of --tick");
+  }
+  if (absl::GetFlag(FLAGS_poll_interval) <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--poll-interval must be > 0");
+  }
+  options.profiler.tick_ns = absl::ToInt64Nanoseconds(tick);
+  options.profiler.max_distance_ns = absl::ToInt64Nanoseconds(max_distance);
+  options.profiler.idle_frame = absl::GetFlag(FLAGS_idle_frame);
+  options.profiler.window_ns = absl::ToInt64Nanoseconds(window);
+  const int64_t queued = absl::GetFlag(FLAGS_max_queued_records);
+  if (queued < 1024) {
+    return absl::InvalidArgumentError("--max-queued-records must be >= 1024");
+  }
+  options.max_queued_records = static_cast<size_t>(queued);
+  return options;
+}
+
+SymbolizerOptions SymbolizerOptionsFromFlags() {
+  SymbolizerOptions options;
+  for (const std::string& dir : absl::GetFlag(FLAGS_symbols_dir)) {
+    if (!dir.empty()) options.symbol_dirs.push_back(dir);
+  }
+  options.proc_root = absl::GetFlag(FLAGS_proc_root);
+  options.use_debuginfod = absl::GetFlag(FLAGS_debuginfod);
+  return options;
+}
+
+}  // namespace collector
+}  // namespace ringprof

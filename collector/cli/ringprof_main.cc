@@ -1,0 +1,472 @@
+// ringprof: the collector's command line.
+//
+//   ringprof run [flags] -- CMD ARGS...   profile one command, locally
+//   ringprof collect [flags]              sidecar: follow --ring-dir until
+//                                         SIGTERM, ship or write profiles
+//   ringprof diff [flags] A.pb.gz B.pb.gz -o diff.html
+//   ringprof dump RING_FILE               what a ring file holds
+//
+// See collector/README.md for every flag and the output layout.
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "collector/base/log.h"
+#include "collector/cli/child_process.h"
+#include "collector/cli/flags.h"
+#include "collector/collector.h"
+#include "collector/profile/pprof_io.h"
+#include "collector/render/flamegraph.h"
+#include "collector/shipping/pyroscope_sink.h"
+#include "collector/sink/local_sink.h"
+#include "collector/symbolize/symbolizer.h"
+#include "ringfile/reader.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+constexpr char kUsage[] =
+    "continuous profiler for native programs (no perf_event_open "
+    "needed).\n\n"
+    "  ringprof run [flags] -- CMD ARGS...   profile CMD; writes profiles "
+    "and a flame graph\n"
+    "  ringprof collect --ring-dir=DIR [flags]  sidecar: follow DIR until "
+    "SIGTERM\n"
+    "  ringprof diff [flags] BASE.pb.gz TARGET.pb.gz -o diff.html\n"
+    "  ringprof dump RING_FILE\n\n"
+    "Flags use --name=value (dashes or underscores); each is also read from "
+    "RINGPROF_<NAME> (e.g. RINGPROF_OUTPUT_DIR). Pyroscope shipping flags "
+    "also read PYROSCOPE_* variables.";
+
+int64_t MonotonicNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string SelfDir() {
+  char buffer[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n <= 0) return ".";
+  std::string exe(buffer, static_cast<size_t>(n));
+  return exe.substr(0, exe.rfind('/'));
+}
+
+// libringprof.so: --emitter, next to us, our runfiles, ../emitter/.
+absl::StatusOr<std::string> FindEmitter() {
+  const std::string flag = absl::GetFlag(FLAGS_emitter);
+  if (!flag.empty()) {
+    if (!IsExecutableFile(flag)) {
+      return absl::NotFoundError(
+          absl::StrCat("--emitter ", flag, " not found"));
+    }
+    return flag;
+  }
+  const std::string self = SelfDir();
+  std::vector<std::string> candidates = {
+      self + "/libringprof.so",
+      self + "/ringprof.runfiles/ringprof/emitter/libringprof.so",
+      self + "/../emitter/libringprof.so",
+      self + "/../lib/ringprof/libringprof.so",
+  };
+  for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    if (const char* dir = std::getenv(var)) {
+      candidates.push_back(
+          absl::StrCat(dir, "/ringprof/emitter/libringprof.so"));
+    }
+  }
+  for (const std::string& c : candidates) {
+    if (IsExecutableFile(c)) {
+      char resolved[4096];
+      return ::realpath(c.c_str(), resolved) != nullptr ? std::string(resolved)
+                                                        : c;
+    }
+  }
+  return absl::NotFoundError(
+      "cannot find libringprof.so next to ringprof or in its runfiles; "
+      "pass --emitter=/path/to/libringprof.so");
+}
+
+// A private ring directory: tmpfs when possible (the rings are mmap'd).
+absl::StatusOr<std::string> MakeRingDir() {
+  std::vector<std::string> bases = {"/dev/shm"};
+  if (const char* tmp = std::getenv("TMPDIR")) bases.push_back(tmp);
+  bases.push_back("/tmp");
+  for (const std::string& base : bases) {
+    std::string templ = base + "/ringprof-run-XXXXXX";
+    if (::mkdtemp(templ.data()) != nullptr) return templ;
+  }
+  return absl::InternalError(
+      absl::StrCat("cannot create a ring directory: ", std::strerror(errno)));
+}
+
+std::string DefaultRunOutputDir(const std::string& command) {
+  std::string name = command.substr(command.rfind('/') + 1);
+  for (char& c : name) {
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_')
+      c = '_';
+  }
+  return absl::StrCat(
+      "ringprof-", name, "-",
+      absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
+}
+
+// Sends every window to all of `sinks`.
+class TeeSink : public ProfileSink {
+ public:
+  explicit TeeSink(std::vector<ProfileSink*> sinks)
+      : sinks_(std::move(sinks)) {}
+  void Submit(WindowProfile profile) override {
+    for (size_t i = 0; i + 1 < sinks_.size(); ++i) sinks_[i]->Submit(profile);
+    if (!sinks_.empty()) sinks_.back()->Submit(std::move(profile));
+  }
+  absl::Status Flush(int64_t deadline) override {
+    absl::Status status;
+    for (ProfileSink* sink : sinks_) status.Update(sink->Flush(deadline));
+    return status;
+  }
+
+ private:
+  std::vector<ProfileSink*> sinks_;
+};
+
+// The sinks of one invocation.
+struct Sinks {
+  std::unique_ptr<ProfileSink> remote;  // Pyroscope, when configured
+  std::unique_ptr<LocalSink> local;
+  std::unique_ptr<TeeSink> tee;
+};
+
+absl::StatusOr<Sinks> MakeSinks(const std::string& output_dir,
+                                bool local_by_default) {
+  Sinks sinks;
+  // nullptr when no server is configured (--server-address /
+  // PYROSCOPE_SERVER_ADDRESS).
+  absl::StatusOr<std::unique_ptr<ProfileSink>> remote =
+      MakePyroscopeSinkFromFlags();
+  if (!remote.ok()) return remote.status();
+  sinks.remote = std::move(*remote);
+  std::string dir = output_dir;
+  if (dir.empty() && (local_by_default || sinks.remote == nullptr)) {
+    dir = "ringprof-out";
+  }
+  if (!dir.empty()) {
+    absl::StatusOr<std::unique_ptr<LocalSink>> local = LocalSink::Create(dir);
+    if (!local.ok()) return local.status();
+    sinks.local = std::move(*local);
+  }
+  std::vector<ProfileSink*> all;
+  if (sinks.remote) all.push_back(sinks.remote.get());
+  if (sinks.local) all.push_back(sinks.local.get());
+  sinks.tee = std::make_unique<TeeSink>(all);
+  return sinks;
+}
+
+int Fail(const absl::Status& status, int code = 2) {
+  LogError(status.message());
+  return code;
+}
+
+void PrintLocalOutput(const LocalSink& local, const LocalOutput& out) {
+  std::fprintf(stderr, "\nringprof: profiles in %s/\n",
+               local.out_dir().c_str());
+  if (!out.cpu_flamegraph.empty()) {
+    std::fprintf(stderr, "ringprof: CPU flame graph:    %s\n",
+                 out.cpu_flamegraph.c_str());
+  }
+  if (!out.memory_flamegraph.empty()) {
+    std::fprintf(stderr, "ringprof: memory flame graph: %s\n",
+                 out.memory_flamegraph.c_str());
+  }
+  if (!out.top_table.empty()) {
+    std::fprintf(stderr, "\n%s", out.top_table.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "ringprof: no samples were recorded (the program ran too "
+                 "briefly, allocated too little, or did not load the "
+                 "emitter: static binaries cannot be LD_PRELOADed)\n");
+  }
+}
+
+// Stops the collector, flushes, writes the local summary.
+int Finish(Collector& collector, Sinks& sinks, bool print) {
+  collector.Stop();
+  const int64_t deadline =
+      MonotonicNowNs() +
+      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_shutdown_deadline));
+  absl::Status flushed = sinks.tee->Flush(deadline);
+  if (!flushed.ok()) LogWarning(absl::StrCat("flush: ", flushed.message()));
+  const CollectorSummary summary = collector.summary();
+  if (summary.totals.late_samples > 0) {
+    LogWarning(absl::StrCat(summary.totals.late_samples,
+                            " samples arrived too late for tick picking "
+                            "(raise --watermark-slack)"));
+  }
+  if (sinks.local) {
+    absl::StatusOr<LocalOutput> out =
+        sinks.local->Finalize(absl::GetFlag(FLAGS_top));
+    if (!out.ok()) return Fail(out.status(), 1);
+    if (print) PrintLocalOutput(*sinks.local, *out);
+  }
+  return flushed.ok() ? 0 : 1;
+}
+
+int RunCommand(const std::vector<std::string>& command) {
+  if (command.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "usage: ringprof run [flags] -- CMD ARGS..."));
+  }
+  absl::StatusOr<CollectorOptions> options = CollectorOptionsFromFlags();
+  if (!options.ok()) return Fail(options.status());
+  absl::StatusOr<std::string> emitter = FindEmitter();
+  if (!emitter.ok()) return Fail(emitter.status());
+  std::string output_dir = absl::GetFlag(FLAGS_output_dir);
+  if (output_dir.empty()) output_dir = DefaultRunOutputDir(command[0]);
+  absl::StatusOr<Sinks> sinks =
+      MakeSinks(output_dir, /*local_by_default=*/true);
+  if (!sinks.ok()) return Fail(sinks.status());
+
+  bool own_ring_dir = false;
+  if (options->drainer.ring_dir.empty()) {
+    absl::StatusOr<std::string> dir = MakeRingDir();
+    if (!dir.ok()) return Fail(dir.status());
+    options->drainer.ring_dir = *dir;
+    own_ring_dir = true;
+  } else {
+    // The emitter creates files there: it must exist and be writable.
+    absl::Status dir = EnsureWritableDirectory(options->drainer.ring_dir);
+    if (!dir.ok()) return Fail(dir);
+  }
+  // Before any thread exists, so that all of them inherit the mask.
+  BlockForwardedSignals();
+  std::unique_ptr<Symbolizer> symbolizer =
+      Symbolizer::Create(SymbolizerOptionsFromFlags());
+  Collector collector(*options, symbolizer.get(), sinks->tee.get());
+  absl::Status started = collector.Start();
+  if (!started.ok()) return Fail(started);
+
+  std::string preload = *emitter;
+  if (const char* existing = std::getenv("LD_PRELOAD")) {
+    if (*existing != '\0') preload = absl::StrCat(preload, ":", existing);
+  }
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"LD_PRELOAD", preload}, {"RINGPROF_DIR", options->drainer.ring_dir}};
+  if (!absl::GetFlag(FLAGS_service).empty()) {
+    env.emplace_back("RINGPROF_SERVICE_NAME", absl::GetFlag(FLAGS_service));
+  }
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(command, env);
+  int exit_code = 127;
+  if (!child.ok()) {
+    LogError(child.status().message());
+  } else {
+    exit_code = child->Wait();
+    // Let the rings of the command (and of children it left behind) end.
+    const absl::Time deadline =
+        absl::Now() + absl::GetFlag(FLAGS_drain_timeout);
+    while (absl::Now() < deadline &&
+           (collector.rings_opened() == 0 ||
+            collector.rings_ended() < collector.rings_opened())) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
+  const int finished = Finish(collector, *sinks, child.ok());
+  if (own_ring_dir) {
+    if (::rmdir(options->drainer.ring_dir.c_str()) != 0) {
+      LogInfo(absl::StrCat("ring files kept in ", options->drainer.ring_dir));
+    }
+  }
+  if (finished != 0 && exit_code == 0) return finished;
+  return exit_code;
+}
+
+int CollectCommand() {
+  absl::StatusOr<CollectorOptions> options = CollectorOptionsFromFlags();
+  if (!options.ok()) return Fail(options.status());
+  if (options->drainer.ring_dir.empty()) {
+    if (const char* dir = std::getenv("RINGPROF_DIR")) {
+      options->drainer.ring_dir = dir;
+    }
+  }
+  if (options->drainer.ring_dir.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "collect needs --ring-dir (or RINGPROF_DIR)"));
+  }
+  absl::StatusOr<Sinks> sinks =
+      MakeSinks(absl::GetFlag(FLAGS_output_dir), /*local_by_default=*/false);
+  if (!sinks.ok()) return Fail(sinks.status());
+  BlockForwardedSignals();
+  std::unique_ptr<Symbolizer> symbolizer =
+      Symbolizer::Create(SymbolizerOptionsFromFlags());
+  Collector collector(*options, symbolizer.get(), sinks->tee.get());
+  absl::Status started = collector.Start();
+  if (!started.ok()) return Fail(started);
+  LogInfo(absl::StrCat("collecting from ", options->drainer.ring_dir));
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  int sig = 0;
+  sigwait(&set, &sig);
+  LogInfo(absl::StrCat("signal ", sig, ": draining and flushing"));
+  return Finish(collector, *sinks, /*print=*/false);
+}
+
+int DiffCommand(const std::vector<std::string>& files) {
+  if (files.size() != 2) {
+    return Fail(absl::InvalidArgumentError(
+        "usage: ringprof diff BASE.pb.gz TARGET.pb.gz -o diff.html"));
+  }
+  absl::StatusOr<perftools::profiles::Profile> base = ReadProfileFile(files[0]);
+  if (!base.ok()) return Fail(base.status());
+  absl::StatusOr<perftools::profiles::Profile> target =
+      ReadProfileFile(files[1]);
+  if (!target.ok()) return Fail(target.status());
+  if (base->sample_type_size() != target->sample_type_size()) {
+    return Fail(absl::InvalidArgumentError(
+        "the two profiles have different sample types"));
+  }
+  const std::string out = absl::GetFlag(FLAGS_output);
+  absl::Status written = WriteFileAtomically(
+      out, RenderDiffFlameGraphHtml(
+               *base, *target, absl::GetFlag(FLAGS_sample_index),
+               absl::StrCat("ringprof diff: ", files[0], " -> ", files[1])));
+  if (!written.ok()) return Fail(written, 1);
+  std::fprintf(stderr, "ringprof: diff flame graph: %s\n", out.c_str());
+  return 0;
+}
+
+// A summary of a ring file: header, record counts by type, losses.
+int DumpCommand(const std::vector<std::string>& files) {
+  if (files.size() != 1) {
+    return Fail(absl::InvalidArgumentError("usage: ringprof dump RING_FILE"));
+  }
+  absl::StatusOr<std::unique_ptr<ringfile::RingReader>> reader =
+      ringfile::RingReader::Open(files[0]);
+  if (!reader.ok()) return Fail(reader.status(), 1);
+  const ringfile::FileInfo& info = (*reader)->info();
+  std::printf(
+      "%s\n  pid %u, service '%s', executable '%s'\n  %u rings x %u slots x "
+      "%u bytes\n",
+      files[0].c_str(), info.pid, info.service_name.c_str(),
+      info.executable.c_str(), info.ring_count, info.slots_per_ring,
+      info.slot_size);
+  struct Counter : ringfile::RecordVisitor {
+    std::map<uint32_t, uint64_t> by_type;
+    void OnRecord(const ringfile::RecordView& r) override {
+      ++by_type[static_cast<uint32_t>(r.type)];
+    }
+  } counter;
+  ringfile::PollStats stats;
+  ringfile::PollOptions poll;
+  poll.writer_dead = true;  // report, do not wait for slots in progress
+  while (true) {
+    const uint64_t before = stats.delivered;
+    absl::Status status = (*reader)->Poll(poll, counter, stats);
+    if (!status.ok()) return Fail(status, 1);
+    if (stats.delivered == before) break;
+  }
+  static const char* kNames[] = {"?",           "alloc_sample", "free_sampled",
+                                 "cpu_sample",  "module_map",   "module_unmap",
+                                 "thread_name", "label",        "lost_samples",
+                                 "process_end", "thread_exit"};
+  for (const auto& [type, count] : counter.by_type) {
+    std::printf("  %-13s %llu\n", type < 11 ? kNames[type] : "unknown",
+                static_cast<unsigned long long>(count));
+  }
+  std::printf("  lost %llu, dropped by writer %llu, unknown types %llu%s\n",
+              static_cast<unsigned long long>(stats.lost),
+              static_cast<unsigned long long>(stats.writer_dropped),
+              static_cast<unsigned long long>(stats.unknown_types),
+              (*reader)->Finished() ? ", process ended" : "");
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  ConfigureUsage();
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<std::string> args(argv, argv + argc);
+  // "-o FILE" (diff) is "--output=FILE".
+  for (size_t i = 1; i + 1 < args.size(); ++i) {
+    if (args[i] == "--") break;
+    if (args[i] == "-o") {
+      args[i] = "--output=" + args[i + 1];
+      args.erase(args.begin() + static_cast<long>(i) + 1);
+    }
+  }
+  NormalizeFlagNames(args);
+  std::string subcommand;
+  if (args.size() > 1 && !absl::StartsWith(args[1], "-")) {
+    subcommand = args[1];
+    args.erase(args.begin() + 1);
+  }
+  // `run`: the command starts at "--" or at the first non-flag argument.
+  std::vector<std::string> command;
+  if (subcommand == "run") {
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (args[i] == "--" || !absl::StartsWith(args[i], "-")) {
+        command.assign(
+            args.begin() + static_cast<long>(i) + (args[i] == "--" ? 1 : 0),
+            args.end());
+        args.resize(i);
+        break;
+      }
+    }
+  }
+  absl::Status env = ApplyEnvironmentToFlags();
+  if (!env.ok()) return Fail(env);
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
+  std::vector<std::string> rest(positional.begin() + 1, positional.end());
+  const std::string log_level = absl::GetFlag(FLAGS_log_level);
+  if (log_level != "error" && log_level != "warning" && log_level != "warn" &&
+      log_level != "info" && log_level != "debug") {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--log-level must be error, warning, info or debug, not '",
+                     log_level, "'")));
+  }
+  SetVerboseLogging(absl::GetFlag(FLAGS_verbose) || log_level == "debug");
+
+  if (subcommand == "run") return RunCommand(command);
+  if (subcommand == "collect") {
+    if (!rest.empty()) {
+      return Fail(absl::InvalidArgumentError("collect takes no arguments"));
+    }
+    return CollectCommand();
+  }
+  if (subcommand == "diff") return DiffCommand(rest);
+  if (subcommand == "dump") return DumpCommand(rest);
+  std::fprintf(stderr, "%s\n\nTry --help for the flags.\n", kUsage);
+  return 2;
+}
+
+}  // namespace
+}  // namespace collector
+}  // namespace ringprof
+
+int main(int argc, char** argv) {
+  return ringprof::collector::Main(argc, argv);
+}

@@ -1,0 +1,116 @@
+// RingDrainer: follows every ring file in a directory and copies committed
+// records into a BatchQueue, promptly, so that fixed-size rings do not
+// overwrite data while the processing thread is busy symbolizing.
+//
+// Per ring file (= per profiled process):
+//   * opened when it appears (inotify + periodic rescan). A file whose header
+//     is not ready yet is retried; a file that is still invalid after
+//     `open_grace` is reported once (path and reason) and skipped;
+//   * polled every `poll_interval`. Each batch carries a watermark on the
+//     process's own CLOCK_MONOTONIC: the time up to which every record has
+//     been read, minus `watermark_slack` (records are stamped shortly before
+//     they are committed);
+//   * ended when the reader reports the process-ended flag with every ring
+//     drained, or when the process is gone (no progress, and its pid is dead
+//     or reused - checked through /proc/<pid>/stat's start time, or
+//     kill(pid, 0)) after it was once seen alive: the rest is then drained
+//     with PollOptions::writer_dead. A process that was never visible (other
+//     pid namespace) is only ended by its end flag or by Stop();
+//   * a file that breaks while being read (truncated, corrupt) is reported,
+//     its process ended with what was read, and the file skipped;
+//   * retention: once a process has ended and its ring is drained, the ring
+//     file is deleted, unless keep_rings. Broken files and files of
+//     processes still alive at shutdown are left in place.
+//
+// Thread-compatible: one thread calls RunOnce/DrainAllAndEnd; the counters
+// read by other threads are atomic.
+#ifndef RINGPROF_COLLECTOR_RING_DRAINER_H_
+#define RINGPROF_COLLECTOR_RING_DRAINER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "collector/ingest/drained_batch.h"
+#include "collector/ingest/ring_dir_watcher.h"
+#include "ringfile/reader.h"
+
+namespace ringprof {
+namespace collector {
+
+struct DrainerOptions {
+  std::string ring_dir;
+  absl::Duration poll_interval = absl::Milliseconds(5);
+  absl::Duration rescan_interval = absl::Seconds(1);
+  absl::Duration watermark_slack = absl::Milliseconds(250);
+  absl::Duration liveness_interval = absl::Seconds(1);
+  absl::Duration open_grace = absl::Seconds(5);
+  bool keep_rings = false;
+  uint32_t max_records_per_poll = 4096;
+};
+
+// Liveness of a ring file's writer process, as far as we can see.
+enum class Liveness { kAlive, kGone, kUnknown };
+Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks);
+
+class RingDrainer {
+ public:
+  static absl::StatusOr<std::unique_ptr<RingDrainer>> Create(
+      const DrainerOptions& options, BatchQueue* queue);
+
+  // One round: wait up to poll_interval for directory activity (when `wait`),
+  // open new files, poll every ring, end processes that ended.
+  void RunOnce(bool wait);
+
+  // Shutdown: drains everything committed so far and ends every process.
+  void DrainAllAndEnd();
+
+  // Rings opened so far / ended so far (any thread).
+  uint64_t rings_opened() const { return opened_.load(); }
+  uint64_t rings_ended() const { return ended_.load(); }
+
+ private:
+  struct Ring {
+    uint32_t id = 0;
+    std::string path;
+    std::unique_ptr<ringfile::RingReader> reader;
+    std::shared_ptr<const ringfile::FileInfo> info;
+    bool same_clock_domain = true;
+    bool seen_alive = false;
+    bool writer_dead = false;
+    absl::Time last_progress;
+    absl::Time next_liveness_check;
+    uint64_t watermark_ns = 0;
+    uint64_t sent_watermark_ns = 0;  // last one queued
+    ringfile::PollStats stats;
+  };
+  enum class PollResult { kCaughtUp, kMore, kBroken };
+
+  RingDrainer(const DrainerOptions& options, BatchQueue* queue,
+              std::unique_ptr<RingDirWatcher> watcher);
+  void TryOpenPending();
+  // Polls one ring into a batch until caught up or `max_polls` polls.
+  PollResult PollRing(Ring& ring, int max_polls);
+  uint64_t ProcessNowNs(const Ring& ring) const;
+  void EndRing(Ring& ring, bool delete_file);
+
+  const DrainerOptions options_;
+  BatchQueue* const queue_;
+  std::unique_ptr<RingDirWatcher> watcher_;
+  // Files found but not opened yet: path -> first seen.
+  std::map<std::string, absl::Time> pending_;
+  std::map<uint32_t, Ring> rings_;
+  uint32_t next_id_ = 1;
+  std::atomic<uint64_t> opened_{0};
+  std::atomic<uint64_t> ended_{0};
+};
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_RING_DRAINER_H_

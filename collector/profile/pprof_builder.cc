@@ -1,0 +1,284 @@
+#include "collector/profile/pprof_builder.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "collector/profile/utf8.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+// Content keys for interning: fields joined with a separator that cannot
+// occur in numbers, so distinct contents never collide.
+constexpr absl::string_view kSep = "\x1f";
+
+// string_table with "" at index 0. Every string of a profile enters here,
+// so this is the one place where workload bytes (file names, symbols,
+// build ids) are made valid UTF-8 and cut to Pyroscope's symbol length.
+class StringTable {
+ public:
+  StringTable(perftools::profiles::Profile* profile, size_t max_bytes)
+      : profile_(profile), max_bytes_(max_bytes) {
+    Intern("");
+  }
+  int64_t Intern(const std::string& s) {
+    if (s.size() <= max_bytes_ && IsValidUtf8(s)) return Add(s);
+    return Add(SanitizeUtf8(s, max_bytes_));
+  }
+
+ private:
+  int64_t Add(const std::string& s) {
+    auto [it, inserted] = index_.try_emplace(s, index_.size());
+    if (inserted) profile_->add_string_table(s);
+    return it->second;
+  }
+
+  perftools::profiles::Profile* profile_;
+  const size_t max_bytes_;
+  absl::flat_hash_map<std::string, int64_t> index_;
+};
+
+}  // namespace
+
+ProfileSpec CpuProfileSpec(int64_t period_ns) {
+  ProfileSpec spec;
+  spec.sample_types = {{"cpu", "nanoseconds"}};
+  spec.period_type = {"cpu", "nanoseconds"};
+  spec.period = period_ns;
+  spec.primary_value = 0;
+  return spec;
+}
+
+ProfileSpec MemoryProfileSpec() {
+  ProfileSpec spec;
+  spec.sample_types = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}};
+  spec.period_type = {"space", "bytes"};
+  // The emitter's sampling interval is not known here, and values are
+  // already unbiased estimates, so the period carries no information.
+  spec.period = 0;
+  spec.primary_value = 1;
+  return spec;
+}
+
+PprofBuilder::PprofBuilder(ProfileSpec spec, ProfileLimits limits)
+    : spec_(std::move(spec)), limits_(limits) {
+  limits_.max_samples = std::max<size_t>(limits_.max_samples, 1);
+  limits_.max_frames = std::max<size_t>(limits_.max_frames, 2);
+  trimmed_location_ = InternSyntheticLocation("[trimmed]");
+  truncated_location_ = InternSyntheticLocation("[truncated]");
+}
+
+PprofBuilder::MappingId PprofBuilder::InternMapping(const MappingSpec& m) {
+  std::string key =
+      absl::StrCat(m.memory_start, kSep, m.memory_limit, kSep, m.file_offset,
+                   kSep, m.filename, kSep, m.build_id);
+  auto [it, inserted] = mapping_index_.try_emplace(key, mappings_.size() + 1);
+  if (inserted) {
+    mappings_.push_back({m});
+  } else {
+    // The same module seen with richer symbol information wins.
+    MappingSpec& have = mappings_[it->second - 1].spec;
+    have.has_functions |= m.has_functions;
+    have.has_filenames |= m.has_filenames;
+    have.has_line_numbers |= m.has_line_numbers;
+    have.has_inline_frames |= m.has_inline_frames;
+  }
+  return it->second;
+}
+
+uint32_t PprofBuilder::InternFunction(absl::string_view name,
+                                      absl::string_view filename) {
+  std::string key = absl::StrCat(name, kSep, filename);
+  auto [it, inserted] = function_index_.try_emplace(key, functions_.size());
+  if (inserted) {
+    functions_.push_back({std::string(name), std::string(filename)});
+  }
+  return it->second;
+}
+
+PprofBuilder::LocationId PprofBuilder::InternLocation(
+    MappingId mapping, uint64_t address, absl::Span<const LineSpec> lines) {
+  std::string key = absl::StrCat(mapping, kSep, address);
+  for (const LineSpec& line : lines) {
+    absl::StrAppend(&key, kSep, line.function, kSep, line.filename, kSep,
+                    line.line);
+  }
+  auto [it, inserted] =
+      location_index_.try_emplace(std::move(key), locations_.size() + 1);
+  if (inserted) {
+    Location location{mapping, address, {}};
+    location.lines.reserve(lines.size());
+    for (const LineSpec& line : lines) {
+      location.lines.push_back(
+          {InternFunction(line.function, line.filename), line.line});
+    }
+    locations_.push_back(std::move(location));
+  }
+  return it->second;
+}
+
+PprofBuilder::LocationId PprofBuilder::InternSyntheticLocation(
+    absl::string_view function) {
+  LineSpec line{std::string(function), "", 0};
+  return InternLocation(0, 0, absl::MakeConstSpan(&line, 1));
+}
+
+void PprofBuilder::AddSample(absl::Span<const LocationId> stack,
+                             absl::Span<const int64_t> values) {
+  if (std::all_of(values.begin(), values.end(),
+                  [](int64_t v) { return v == 0; })) {
+    return;
+  }
+  std::vector<LocationId> key;
+  if (stack.size() > limits_.max_frames) {
+    // Keep the innermost frames: they say where the cost is.
+    key.assign(stack.begin(), stack.begin() + (limits_.max_frames - 1));
+    key.push_back(truncated_location_);
+  } else {
+    key.assign(stack.begin(), stack.end());
+  }
+  auto [it, inserted] = sample_index_.try_emplace(key, samples_.size());
+  if (inserted) {
+    samples_.push_back(
+        {std::move(key), std::vector<int64_t>(spec_.sample_types.size(), 0)});
+  }
+  std::vector<int64_t>& sum = samples_[it->second].values;
+  for (size_t i = 0; i < sum.size() && i < values.size(); ++i) {
+    sum[i] += values[i];
+  }
+}
+
+std::vector<size_t> PprofBuilder::SamplesByPrimaryValue() const {
+  std::vector<size_t> order(samples_.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t primary = static_cast<size_t>(spec_.primary_value);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto& va = samples_[a].values;
+    const auto& vb = samples_[b].values;
+    int64_t pa = primary < va.size() ? va[primary] : 0;
+    int64_t pb = primary < vb.size() ? vb[primary] : 0;
+    return pa > pb;
+  });
+  return order;
+}
+
+perftools::profiles::Profile PprofBuilder::Emit(size_t keep) const {
+  perftools::profiles::Profile profile;
+  StringTable strings(&profile, limits_.max_string_bytes);
+  for (const ValueTypeSpec& vt : spec_.sample_types) {
+    auto* type = profile.add_sample_type();
+    type->set_type(strings.Intern(vt.type));
+    type->set_unit(strings.Intern(vt.unit));
+  }
+  profile.mutable_period_type()->set_type(
+      strings.Intern(spec_.period_type.type));
+  profile.mutable_period_type()->set_unit(
+      strings.Intern(spec_.period_type.unit));
+  profile.set_period(spec_.period);
+  profile.set_time_nanos(spec_.time_nanos);
+  profile.set_duration_nanos(spec_.duration_nanos);
+  if (spec_.primary_value >= 0 &&
+      static_cast<size_t>(spec_.primary_value) < spec_.sample_types.size()) {
+    profile.set_default_sample_type(
+        strings.Intern(spec_.sample_types[spec_.primary_value].type));
+  }
+
+  // Output ids are assigned in order of first use, so only referenced
+  // entries are written and ids stay dense.
+  std::vector<uint64_t> mapping_out(mappings_.size() + 1, 0);
+  std::vector<uint64_t> function_out(functions_.size(), 0);
+  std::vector<uint64_t> location_out(locations_.size() + 1, 0);
+
+  auto emit_mapping = [&](MappingId id) -> uint64_t {
+    if (id == 0) return 0;
+    if (mapping_out[id] != 0) return mapping_out[id];
+    const MappingSpec& m = mappings_[id - 1].spec;
+    auto* out = profile.add_mapping();
+    out->set_id(profile.mapping_size());
+    out->set_memory_start(m.memory_start);
+    out->set_memory_limit(m.memory_limit);
+    out->set_file_offset(m.file_offset);
+    out->set_filename(strings.Intern(m.filename));
+    out->set_build_id(strings.Intern(m.build_id));
+    out->set_has_functions(m.has_functions);
+    out->set_has_filenames(m.has_filenames);
+    out->set_has_line_numbers(m.has_line_numbers);
+    out->set_has_inline_frames(m.has_inline_frames);
+    return mapping_out[id] = out->id();
+  };
+  auto emit_function = [&](uint32_t index) -> uint64_t {
+    if (function_out[index] != 0) return function_out[index];
+    const Function& f = functions_[index];
+    auto* out = profile.add_function();
+    out->set_id(profile.function_size());
+    out->set_name(strings.Intern(f.name));
+    out->set_system_name(out->name());
+    out->set_filename(strings.Intern(f.filename));
+    return function_out[index] = out->id();
+  };
+  auto emit_location = [&](LocationId id) -> uint64_t {
+    if (location_out[id] != 0) return location_out[id];
+    const Location& l = locations_[id - 1];
+    uint64_t mapping = emit_mapping(l.mapping);
+    auto* out = profile.add_location();
+    out->set_id(profile.location_size());
+    out->set_mapping_id(mapping);
+    out->set_address(l.address);
+    for (const Line& line : l.lines) {
+      auto* out_line = out->add_line();
+      out_line->set_function_id(emit_function(line.function));
+      out_line->set_line(line.line);
+    }
+    return location_out[id] = out->id();
+  };
+
+  std::vector<size_t> order = SamplesByPrimaryValue();
+  // Mappings in the order they were interned (callers intern the main
+  // binary first: pprof treats the first mapping as the program).
+  std::vector<bool> mapping_used(mappings_.size() + 1, false);
+  for (size_t rank = 0; rank < order.size() && rank < keep; ++rank) {
+    for (LocationId id : samples_[order[rank]].stack) {
+      mapping_used[locations_[id - 1].mapping] = true;
+    }
+  }
+  for (MappingId id = 1; id <= mappings_.size(); ++id) {
+    if (mapping_used[id]) emit_mapping(id);
+  }
+  std::vector<int64_t> trimmed(spec_.sample_types.size(), 0);
+  bool any_trimmed = false;
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    const Sample& s = samples_[order[rank]];
+    if (rank >= keep) {
+      for (size_t i = 0; i < trimmed.size(); ++i) trimmed[i] += s.values[i];
+      any_trimmed = true;
+      continue;
+    }
+    auto* out = profile.add_sample();
+    for (LocationId id : s.stack) out->add_location_id(emit_location(id));
+    for (int64_t v : s.values) out->add_value(v);
+  }
+  if (any_trimmed) {
+    auto* out = profile.add_sample();
+    out->add_location_id(emit_location(trimmed_location_));
+    for (int64_t v : trimmed) out->add_value(v);
+  }
+  return profile;
+}
+
+perftools::profiles::Profile PprofBuilder::Build() const {
+  size_t keep = samples_.size();
+  if (keep > limits_.max_samples) keep = limits_.max_samples - 1;
+  while (true) {
+    perftools::profiles::Profile profile = Emit(keep);
+    if (profile.ByteSizeLong() <= limits_.max_bytes || keep == 0) {
+      return profile;
+    }
+    keep /= 2;
+  }
+}
+
+}  // namespace collector
+}  // namespace ringprof

@@ -1,0 +1,501 @@
+#include "collector/profile/process_profiler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "collector/base/metrics.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+using ringfile::RecordType;
+
+// Key of a location in location_index_: the exact-PC bit below the address.
+uint64_t LocationKey(uint64_t address, bool exact_pc) {
+  return (address << 1) | (exact_pc ? 1 : 0);
+}
+// Marks a stack whose capture was cut short; no real LocationKey is 1
+// (address 0 is never a frame).
+constexpr uint64_t kTruncatedMarker = 1;
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+std::string Basename(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string HexBuildId(absl::Span<const uint8_t> bytes) {
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) absl::StrAppend(&hex, absl::Hex(b, absl::kZeroPad2));
+  return hex;
+}
+
+Counter& MalformedRecords() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_malformed_records_total",
+      "Ring records that failed to decode and were skipped.");
+  return c;
+}
+Counter& SamplesRead() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_samples_read_total",
+      "Allocation and CPU samples read from ring files.");
+  return c;
+}
+Counter& EmitterLost() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_emitter_lost_samples_total",
+      "Samples the emitters reported they could not record.");
+  return c;
+}
+Counter& LateSamples() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_late_samples_total",
+      "Samples that arrived after their ticks were decided.");
+  return c;
+}
+
+}  // namespace
+
+size_t ProcessProfiler::SpanHash::operator()(
+    absl::Span<const uint64_t> s) const {
+  return absl::HashOf(s);
+}
+
+bool ProcessProfiler::SpanEq::operator()(absl::Span<const uint64_t> a,
+                                         absl::Span<const uint64_t> b) const {
+  return a == b;
+}
+
+ProcessProfiler::ProcessProfiler(const ringfile::FileInfo& info,
+                                 const ProcessProfilerOptions& options,
+                                 Symbolizer* symbolizer, ProfileSink* sink)
+    : info_(info),
+      options_(options),
+      symbolizer_(symbolizer),
+      sink_(sink),
+      picker_(TickPicker::Options{options.tick_ns, options.max_distance_ns,
+                                  options.idle_frame}) {}
+
+void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
+  auto malformed = [&] {
+    ++stats_.malformed_records;
+    MalformedRecords().Add(1);
+  };
+  switch (record.type) {
+    case RecordType::kAllocSample: {
+      auto sample = ringfile::DecodeAllocSample(record);
+      if (!sample.ok()) return malformed();
+      const ringfile::AllocSample& head = sample->head;
+      SamplesRead().Add(1);
+      const uint32_t stack =
+          InternStack(sample->frames, /*exact_leaf=*/false,
+                      (head.flags & ringfile::kSampleTruncated) != 0);
+      picker_.Add(head.tid, head.monotonic_ns, stack);
+      if (head.flags & ringfile::kSampleTimingOnly) {
+        ++stats_.timing_only_samples;  // for ticks only, never for memory
+        return;
+      }
+      ++stats_.alloc_samples;
+      Window& window = WindowAt(info_.ToRealtimeNs(head.monotonic_ns));
+      auto& [objects, bytes] = window.alloc[stack];
+      const int64_t weight = static_cast<int64_t>(head.weight_bytes);
+      bytes += weight;
+      // A sample of an s-byte allocation standing for w bytes stands for
+      // about w / s allocations (at least one; one when s is unknown).
+      if (weight > 0) {
+        objects += head.requested_size == 0
+                       ? 1
+                       : std::max<int64_t>(
+                             1, std::llround(static_cast<double>(weight) /
+                                             head.requested_size));
+      }
+      return;
+    }
+    case RecordType::kCpuSample: {
+      auto sample = ringfile::DecodeCpuSample(record);
+      if (!sample.ok()) return malformed();
+      SamplesRead().Add(1);
+      ++stats_.cpu_samples;
+      timer_mode_ = true;
+      timer_period_ns_ = sample->head.cpu_period_ns;
+      const uint32_t stack =
+          InternStack(sample->frames, /*exact_leaf=*/true,
+                      (sample->head.flags & ringfile::kSampleTruncated) != 0);
+      Window& window = WindowAt(info_.ToRealtimeNs(sample->head.monotonic_ns));
+      window.timer_cpu_ns[stack] +=
+          static_cast<int64_t>(sample->head.cpu_period_ns);
+      return;
+    }
+    case RecordType::kModuleMap: {
+      auto map = ringfile::DecodeModuleMap(record);
+      if (!map.ok()) return malformed();
+      OnModuleMap(*map);
+      return;
+    }
+    case RecordType::kModuleUnmap: {
+      auto unmap = ringfile::DecodeModuleUnmap(record);
+      if (!unmap.ok()) return malformed();
+      OnModuleUnmap(*unmap);
+      return;
+    }
+    case RecordType::kLabel: {
+      auto label = ringfile::DecodeLabel(record);
+      if (!label.ok()) return malformed();
+      std::string key(label->key), value(label->value);
+      for (auto& kv : process_labels_) {
+        if (kv.first == key) {
+          kv.second = std::move(value);
+          return;
+        }
+      }
+      // Bounded: Pyroscope accepts at most 30 labels per series.
+      if (process_labels_.size() < 16) {
+        process_labels_.emplace_back(std::move(key), std::move(value));
+      }
+      return;
+    }
+    case RecordType::kLostSamples: {
+      auto lost = ringfile::DecodeLostSamples(record);
+      if (!lost.ok()) return malformed();
+      stats_.emitter_lost += lost->samples;
+      EmitterLost().Add(lost->samples);
+      Window& window = WindowAt(info_.ToRealtimeNs(lost->monotonic_ns));
+      auto& [objects, bytes] = window.alloc[kLostStack];
+      objects += static_cast<int64_t>(lost->samples);
+      bytes += static_cast<int64_t>(lost->weight_bytes);
+      return;
+    }
+    case RecordType::kProcessEnd: {
+      auto end = ringfile::DecodeProcessEnd(record);
+      if (!end.ok()) return malformed();
+      ended_ = true;
+      exit_status_ = end->exit_status;
+      return;
+    }
+    case RecordType::kFreeSampled:  // in-use profiles are not built (README)
+    case RecordType::kThreadName:   // no per-thread series by design
+    case RecordType::kThreadExit:
+    default:
+      return;
+  }
+}
+
+ProcessProfiler::Window& ProcessProfiler::WindowAt(int64_t unix_ns) {
+  int64_t index = FloorDiv(unix_ns, options_.window_ns);
+  // Data older than an emitted window goes to the oldest open one, so
+  // totals stay right even when a record arrives very late.
+  index = std::max(index, first_open_window_);
+  Window& window = windows_[index];
+  window.last_event_unix_ns = std::max(window.last_event_unix_ns, unix_ns);
+  return window;
+}
+
+int ProcessProfiler::FindModule(uint64_t address) const {
+  auto it = active_modules_.upper_bound(address);
+  if (it == active_modules_.begin()) return -1;
+  --it;
+  const Module& m = modules_[it->second];
+  return address - m.start < m.size ? it->second : -1;
+}
+
+void ProcessProfiler::OnModuleMap(const ringfile::ModuleMapView& map) {
+  Module module;
+  module.path = std::string(map.path);
+  module.build_id_hex = HexBuildId(map.build_id);
+  module.start = map.head.start;
+  module.size = map.head.size;
+  module.file_offset = map.head.file_offset;
+  module.load_bias = map.head.load_bias;
+  module.pid = info_.pid;
+  module.is_emitter = Basename(module.path) == "libringprof.so";
+  active_modules_[module.start] = static_cast<int>(modules_.size());
+  modules_.push_back(std::move(module));
+  // Locations seen before this mapping arrived resolve to it lazily
+  // (ModuleOf), so the caches stay valid.
+}
+
+void ProcessProfiler::OnModuleUnmap(const ringfile::ModuleUnmap& unmap) {
+  active_modules_.erase(unmap.start);
+  // Stacks keep their resolved locations; new sightings re-resolve.
+  location_index_.clear();
+  stack_index_.clear();
+}
+
+uint32_t ProcessProfiler::InternLocation(uint64_t address, bool exact_pc) {
+  auto [it, inserted] = location_index_.try_emplace(
+      LocationKey(address, exact_pc), static_cast<uint32_t>(locations_.size()));
+  if (inserted) {
+    Location location;
+    location.address = address;
+    location.exact_pc = exact_pc;
+    location.module = FindModule(address);
+    locations_.push_back(std::move(location));
+  }
+  return it->second;
+}
+
+uint32_t ProcessProfiler::InternStack(absl::Span<const uint64_t> frames,
+                                      bool exact_leaf, bool truncated) {
+  scratch_key_.clear();
+  for (size_t i = 0; i < frames.size(); ++i) {
+    scratch_key_.push_back(LocationKey(frames[i], exact_leaf && i == 0));
+  }
+  if (truncated) scratch_key_.push_back(kTruncatedMarker);
+  auto it = stack_index_.find(absl::MakeConstSpan(scratch_key_));
+  if (it != stack_index_.end()) return it->second;
+
+  Stack stack;
+  stack.truncated = truncated;
+  stack.locations.reserve(frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i] == 0) continue;
+    stack.locations.push_back(InternLocation(frames[i], exact_leaf && i == 0));
+  }
+  const uint32_t id = static_cast<uint32_t>(stacks_.size());
+  stacks_.push_back(std::move(stack));
+  stack_index_.emplace(scratch_key_, id);
+  return id;
+}
+
+void ProcessProfiler::OnPick(uint64_t tick_ns, uint32_t /*tid*/,
+                             uint32_t stack) {
+  ++stats_.ticks_picked;
+  Window& window = WindowAt(info_.ToRealtimeNs(tick_ns));
+  window.tick_cpu_ns[stack == TickPicker::kNoSample ? kNoSampleStack : stack] +=
+      static_cast<int64_t>(options_.tick_ns);
+}
+
+void ProcessProfiler::Advance(uint64_t watermark_monotonic_ns) {
+  picker_.Advance(watermark_monotonic_ns,
+                  [this](uint64_t t, uint32_t tid, uint32_t stack) {
+                    OnPick(t, tid, stack);
+                  });
+  const uint64_t late = picker_.late_samples() - stats_.late_samples;
+  if (late > 0) LateSamples().Add(late);
+  stats_.late_samples = picker_.late_samples();
+  if (watermark_monotonic_ns < options_.max_distance_ns) return;
+  EmitWindowsBefore(
+      info_.ToRealtimeNs(watermark_monotonic_ns - options_.max_distance_ns));
+}
+
+void ProcessProfiler::Finish() {
+  picker_.Finish([this](uint64_t t, uint32_t tid, uint32_t stack) {
+    OnPick(t, tid, stack);
+  });
+  EmitWindowsBefore(INT64_MAX);
+}
+
+void ProcessProfiler::EmitWindowsBefore(int64_t unix_ns) {
+  const bool final_flush = unix_ns == INT64_MAX;
+  while (!windows_.empty()) {
+    auto it = windows_.begin();
+    const int64_t from = it->first * options_.window_ns;
+    const bool complete = from + options_.window_ns <= unix_ns;
+    if (!complete && !final_flush) break;
+    const bool last = final_flush && std::next(it) == windows_.end();
+    EmitWindow(it->first, it->second, last);
+    first_open_window_ = it->first + 1;
+    windows_.erase(it);
+  }
+}
+
+MappingSpec ProcessProfiler::MappingOf(const ModuleInfo& module) {
+  MappingSpec spec;
+  spec.memory_start = module.start;
+  spec.memory_limit = module.start + module.size;
+  spec.file_offset = module.file_offset;
+  spec.filename = module.path;
+  spec.build_id = module.build_id_hex;
+  return spec;
+}
+
+void ProcessProfiler::InternMainMapping(PprofBuilder& builder) const {
+  // pprof takes the first mapping for the main binary ("File:" in -top).
+  for (const Module& module : modules_) {
+    if (module.path == info_.executable) {
+      builder.InternMapping(MappingOf(module));
+      return;
+    }
+  }
+}
+
+PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
+    uint32_t index, PprofBuilder& builder,
+    absl::flat_hash_map<uint32_t, uint32_t>& memo) {
+  auto found = memo.find(index);
+  if (found != memo.end()) return found->second;
+  Location& location = locations_[index];
+  // Return addresses point after the call; look up the call instruction.
+  const uint64_t pc =
+      location.exact_pc ? location.address : location.address - 1;
+  const int module_index = ModuleOf(index);
+  const ModuleInfo* module =
+      module_index >= 0 ? &modules_[module_index] : nullptr;
+  if (!location.symbolized) {
+    location.symbolized = true;
+    if (module != nullptr && symbolizer_ != nullptr) {
+      location.frames = symbolizer_->Symbolize(
+          *module, location.address,
+          location.exact_pc ? AddressKind::kInstruction
+                            : AddressKind::kReturnAddress);
+    }
+  }
+  std::vector<LineSpec> lines;
+  bool has_lines = false;
+  for (const SymbolizedFrame& frame : location.frames) {
+    if (frame.function.empty() && frame.file.empty()) continue;
+    has_lines |= frame.line != 0;
+    lines.push_back({frame.function, frame.file, frame.line});
+  }
+  const bool resolved = !lines.empty();
+  for (LineSpec& line : lines) {
+    if (line.function.empty()) line.function = "[unknown]";
+  }
+  if (!resolved) {
+    // Unresolved: name it so a person (or addr2line) can still place it.
+    lines.push_back({module != nullptr
+                         ? absl::StrFormat("%s+0x%x", Basename(module->path),
+                                           pc - module->load_bias)
+                         : absl::StrFormat("0x%x", pc),
+                     "", 0});
+  }
+  PprofBuilder::MappingId mapping = 0;
+  if (module != nullptr) {
+    MappingSpec spec = MappingOf(*module);
+    spec.has_functions = resolved;
+    spec.has_filenames = resolved && !lines.front().filename.empty();
+    spec.has_line_numbers = has_lines;
+    spec.has_inline_frames = lines.size() > 1;
+    mapping = builder.InternMapping(spec);
+  }
+  const PprofBuilder::LocationId id =
+      builder.InternLocation(mapping, location.address, lines);
+  memo.emplace(index, id);
+  return id;
+}
+
+int ProcessProfiler::ModuleOf(uint32_t index) {
+  Location& location = locations_[index];
+  // The module's map record may have come after the first sample using it
+  // (records of different threads travel in different rings).
+  if (location.module < 0 && !location.symbolized) {
+    location.module = FindModule(location.address);
+  }
+  return location.module;
+}
+
+void ProcessProfiler::AppendStack(uint32_t stack, PprofBuilder& builder,
+                                  absl::flat_hash_map<uint32_t, uint32_t>& memo,
+                                  std::vector<PprofBuilder::LocationId>& out) {
+  out.clear();
+  if (stack == kLostStack) {
+    out.push_back(builder.InternSyntheticLocation("[lost]"));
+    return;
+  }
+  if (stack == kNoSampleStack) {
+    out.push_back(builder.InternSyntheticLocation("[no sample]"));
+    return;
+  }
+  const Stack& s = stacks_[stack];
+  // The emitter's own frames (its malloc wrapper, sampler) at the leaf end
+  // say nothing about the program: the stack starts at malloc's caller.
+  size_t first = 0;
+  while (first + 1 < s.locations.size()) {
+    const int module = ModuleOf(s.locations[first]);
+    if (module < 0 || !modules_[module].is_emitter) break;
+    ++first;
+  }
+  for (size_t i = first; i < s.locations.size(); ++i) {
+    out.push_back(BuilderLocation(s.locations[i], builder, memo));
+  }
+  if (s.truncated)
+    out.push_back(builder.InternSyntheticLocation("[truncated]"));
+  if (out.empty()) out.push_back(builder.InternSyntheticLocation("[unknown]"));
+}
+
+std::vector<std::pair<std::string, std::string>> ProcessProfiler::SeriesLabels()
+    const {
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string service = info_.service_name;
+  if (service.empty()) service = Basename(info_.executable);
+  if (service.empty()) service = "unknown_service";
+  labels.emplace_back("service_name", service);
+  labels.emplace_back("pid", absl::StrCat(info_.pid));
+  for (const auto& kv : options_.extra_labels) labels.push_back(kv);
+  for (const auto& kv : process_labels_) labels.push_back(kv);
+  return labels;
+}
+
+void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
+                                 bool final_window) {
+  const int64_t from = index * options_.window_ns;
+  int64_t until = from + options_.window_ns;
+  if (final_window) {
+    until = std::min(
+        until, std::max(from + 1, window.last_event_unix_ns +
+                                      static_cast<int64_t>(options_.tick_ns)));
+  }
+  const std::vector<std::pair<std::string, std::string>> labels =
+      SeriesLabels();
+
+  auto submit = [&](const std::string& name, PprofBuilder& builder,
+                    std::vector<std::pair<std::string, std::string>> extra) {
+    WindowProfile profile;
+    profile.name = name;
+    profile.labels = labels;
+    for (auto& kv : extra) profile.labels.push_back(std::move(kv));
+    profile.from_unix_ns = from;
+    profile.until_unix_ns = until;
+    profile.pid = info_.pid;
+    profile.service_name = labels.front().second;
+    profile.pprof = builder.Build().SerializeAsString();
+    ++stats_.windows_emitted;
+    sink_->Submit(std::move(profile));
+  };
+
+  std::vector<PprofBuilder::LocationId> stack;
+  const auto& cpu = timer_mode_ ? window.timer_cpu_ns : window.tick_cpu_ns;
+  if (!cpu.empty()) {
+    ProfileSpec spec = CpuProfileSpec(static_cast<int64_t>(
+        timer_mode_ ? timer_period_ns_ : options_.tick_ns));
+    spec.time_nanos = from;
+    spec.duration_nanos = until - from;
+    PprofBuilder builder(spec, options_.limits);
+    InternMainMapping(builder);
+    absl::flat_hash_map<uint32_t, uint32_t> memo;
+    for (const auto& [id, ns] : cpu) {
+      AppendStack(id, builder, memo, stack);
+      builder.AddSample(stack, {ns});
+    }
+    if (!builder.empty()) {
+      submit("process_cpu", builder,
+             {{"ringprof_cpu_source", timer_mode_ ? "timer" : "alloc_ticks"}});
+    }
+  }
+  if (!window.alloc.empty()) {
+    ProfileSpec spec = MemoryProfileSpec();
+    spec.time_nanos = from;
+    spec.duration_nanos = until - from;
+    PprofBuilder builder(spec, options_.limits);
+    InternMainMapping(builder);
+    absl::flat_hash_map<uint32_t, uint32_t> memo;
+    for (const auto& [id, values] : window.alloc) {
+      AppendStack(id, builder, memo, stack);
+      builder.AddSample(stack, {values.first, values.second});
+    }
+    if (!builder.empty()) submit("memory", builder, {});
+  }
+}
+
+}  // namespace collector
+}  // namespace ringprof

@@ -1,0 +1,185 @@
+// ProcessProfiler: turns the records of one profiled process (one ring file)
+// into per-window pprof profiles handed to a ProfileSink.
+//
+// What it produces, per wall-clock-aligned window [from, from + window):
+//   * "process_cpu" (cpu/nanoseconds): from CPU-timer samples when the
+//     process has sent any (each worth its cpu_period_ns), otherwise from
+//     tick-picked allocation samples (each pick worth one tick). Never both:
+//     the series label ringprof_cpu_source says which ("timer" or
+//     "alloc_ticks"). See collector/README.md for what each measures.
+//   * "memory" (alloc_objects/count, alloc_space/bytes) from allocation
+//     sample weights: alloc_space += weight_bytes, alloc_objects +=
+//     round(weight_bytes / requested_size) (at least 1).
+// Emitter-reported losses appear as a "[lost]" frame in the memory profile.
+//
+// Records may arrive in any order across threads; callers advance a
+// watermark (see TickPicker) and a window is emitted once the watermark has
+// passed its end (plus the tick picker's max distance). Finish() emits what
+// is left, the last window partial.
+//
+// Addresses are resolved to modules when a stack is first seen (or, if its
+// module's map record had not arrived yet, when a window is built), and
+// symbolized once per address, lazily, when a window is built. The
+// emitter's own frames (libringprof.so) are cut from the leaf end.
+//
+// Thread-compatible: used by the collector's processing thread only.
+#ifndef RINGPROF_COLLECTOR_PROCESS_PROFILER_H_
+#define RINGPROF_COLLECTOR_PROCESS_PROFILER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
+#include "collector/profile/pprof_builder.h"
+#include "collector/profile/tick_picker.h"
+#include "collector/sink/sink.h"
+#include "collector/symbolize/symbolizer.h"
+#include "ringfile/reader.h"
+
+namespace ringprof {
+namespace collector {
+
+struct ProcessProfilerOptions {
+  uint64_t tick_ns = 10'000'000;
+  uint64_t max_distance_ns = 10'000'000;
+  // Record ticks at which no thread had a sample as "[no sample]".
+  bool idle_frame = false;
+  int64_t window_ns = 10'000'000'000;
+  ProfileLimits limits;
+  // Extra series labels (e.g. from --tags), added to every window.
+  std::vector<std::pair<std::string, std::string>> extra_labels;
+};
+
+// Totals over the process's life (for logs, tests and metrics).
+struct ProcessStats {
+  uint64_t alloc_samples = 0;
+  uint64_t cpu_samples = 0;
+  uint64_t timing_only_samples = 0;
+  uint64_t ticks_picked = 0;
+  uint64_t late_samples = 0;  // too late for tick picking
+  uint64_t emitter_lost = 0;  // LostSamples records
+  uint64_t malformed_records = 0;
+  uint64_t windows_emitted = 0;
+};
+
+class ProcessProfiler {
+ public:
+  // `symbolizer` may be null (every frame stays module+0xoffset); both
+  // pointers must outlive this object.
+  ProcessProfiler(const ringfile::FileInfo& info,
+                  const ProcessProfilerOptions& options, Symbolizer* symbolizer,
+                  ProfileSink* sink);
+
+  void OnRecord(const ringfile::RecordView& record);
+
+  // Promise: no record with an older monotonic timestamp follows. Decides
+  // ticks and emits every window that ends at or before watermark_ns minus
+  // the max distance.
+  void Advance(uint64_t watermark_monotonic_ns);
+
+  // The process ended and its ring is drained: emit everything.
+  void Finish();
+
+  const ProcessStats& stats() const { return stats_; }
+  const ringfile::FileInfo& info() const { return info_; }
+  bool ended() const { return ended_; }
+  int32_t exit_status() const { return exit_status_; }
+  bool uses_cpu_timer() const { return timer_mode_; }
+
+ private:
+  // Location: one address of the process, resolved to a module at first
+  // sight (or first use, see ModuleOf), symbolized on first use in a
+  // profile.
+  struct Location {
+    uint64_t address;  // as recorded
+    bool exact_pc;     // leaf of a CPU sample; others are return addresses
+    int module = -1;   // index into modules_
+    bool symbolized = false;
+    std::vector<SymbolizedFrame> frames;
+  };
+  struct Stack {
+    std::vector<uint32_t> locations;  // leaf first; indices into locations_
+    bool truncated = false;
+  };
+  struct Window {
+    absl::flat_hash_map<uint32_t, int64_t> tick_cpu_ns;   // alloc ticks
+    absl::flat_hash_map<uint32_t, int64_t> timer_cpu_ns;  // CPU timer
+    absl::flat_hash_map<uint32_t, std::pair<int64_t, int64_t>> alloc;
+    int64_t last_event_unix_ns = 0;
+  };
+  // Synthetic stack ids (never returned by InternStack).
+  static constexpr uint32_t kLostStack = 0xfffffff0;
+  static constexpr uint32_t kNoSampleStack = 0xfffffff1;
+
+  struct SpanHash {
+    using is_transparent = void;
+    size_t operator()(absl::Span<const uint64_t> s) const;
+  };
+  struct SpanEq {
+    using is_transparent = void;
+    bool operator()(absl::Span<const uint64_t> a,
+                    absl::Span<const uint64_t> b) const;
+  };
+
+  uint32_t InternStack(absl::Span<const uint64_t> frames, bool exact_leaf,
+                       bool truncated);
+  uint32_t InternLocation(uint64_t address, bool exact_pc);
+  int FindModule(uint64_t address) const;
+  // The location's module, resolved now if it was unknown when first seen.
+  int ModuleOf(uint32_t location);
+  void OnModuleMap(const ringfile::ModuleMapView& map);
+  void OnModuleUnmap(const ringfile::ModuleUnmap& unmap);
+
+  Window& WindowAt(int64_t unix_ns);
+  void OnPick(uint64_t tick_ns, uint32_t tid, uint32_t stack);
+  void EmitWindowsBefore(int64_t unix_ns);
+  void EmitWindow(int64_t index, const Window& window, bool final_window);
+
+  void AppendStack(uint32_t stack, PprofBuilder& builder,
+                   absl::flat_hash_map<uint32_t, uint32_t>& memo,
+                   std::vector<PprofBuilder::LocationId>& out);
+  static MappingSpec MappingOf(const ModuleInfo& module);
+  void InternMainMapping(PprofBuilder& builder) const;
+  PprofBuilder::LocationId BuilderLocation(
+      uint32_t location, PprofBuilder& builder,
+      absl::flat_hash_map<uint32_t, uint32_t>& memo);
+  std::vector<std::pair<std::string, std::string>> SeriesLabels() const;
+
+  const ringfile::FileInfo info_;
+  const ProcessProfilerOptions options_;
+  Symbolizer* const symbolizer_;
+  ProfileSink* const sink_;
+  TickPicker picker_;
+
+  struct Module : ModuleInfo {
+    bool is_emitter = false;  // libringprof.so: trimmed from stack leaves
+  };
+  std::vector<Module> modules_;
+  // Active modules by start address -> index into modules_.
+  std::map<uint64_t, int> active_modules_;
+  std::vector<Location> locations_;
+  absl::flat_hash_map<uint64_t, uint32_t> location_index_;  // key: addr*2+pc
+  std::vector<Stack> stacks_;
+  absl::flat_hash_map<std::vector<uint64_t>, uint32_t, SpanHash, SpanEq>
+      stack_index_;
+  std::vector<uint64_t> scratch_key_;
+
+  std::map<int64_t, Window> windows_;  // by window index
+  int64_t first_open_window_ = INT64_MIN;
+  bool timer_mode_ = false;
+  uint64_t timer_period_ns_ = 0;
+  bool ended_ = false;
+  int32_t exit_status_ = -1;
+  std::vector<std::pair<std::string, std::string>> process_labels_;
+  ProcessStats stats_;
+};
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_PROCESS_PROFILER_H_

@@ -1,0 +1,388 @@
+// Golden tests: synthetic ring files written with the real RingWriter, read
+// back with the real RingReader, fed to ProcessProfiler; the windows it
+// emits are checked value by value.
+#include "collector/profile/process_profiler.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "collector/profile/pprof_validate.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ringfile/test_util.h"
+#include "ringfile/writer.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+using perftools::profiles::Profile;
+using ringfile::AllocSample;
+using ringfile::CpuSample;
+using ringfile::RecordType;
+using ::testing::ElementsAre;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+namespace rt = ringfile::testing;
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr int64_t kSec = 1'000'000'000;
+// Wall clock at monotonic 0: a 10 s window boundary.
+constexpr int64_t kEpochUnixNs = 1'700'000'000 * kSec;
+
+// Addresses of a fake executable module.
+constexpr uint64_t kModuleStart = 0x400000;
+constexpr uint64_t kMain = 0x401010;
+constexpr uint64_t kHot = 0x402020;
+constexpr uint64_t kCold = 0x403030;
+constexpr uint64_t kUnknownInModule = 0x404040;
+
+class CapturingSink : public ProfileSink {
+ public:
+  void Submit(WindowProfile profile) override {
+    profiles.push_back(std::move(profile));
+  }
+  absl::Status Flush(int64_t) override { return absl::OkStatus(); }
+  std::vector<WindowProfile> profiles;
+};
+
+// Resolves the three known functions (return addresses point one past).
+class FakeSymbolizer : public Symbolizer {
+ public:
+  std::vector<SymbolizedFrame> Symbolize(const ModuleInfo& module,
+                                         uint64_t raw_address,
+                                         AddressKind kind) override {
+    EXPECT_EQ(module.path, "/bin/app");
+    const uint64_t address =
+        kind == AddressKind::kReturnAddress ? raw_address - 1 : raw_address;
+    ++calls;
+    if (address == kMain - 1) return {{"main", "main.cc", 5}};
+    if (address == kHot - 1) {
+      return {{"inlined_helper", "hot.h", 7}, {"Hot()", "hot.cc", 12}};
+    }
+    if (address == kCold - 1 || address == kCold) {
+      return {{"Cold()", "cold.cc", 3}};
+    }
+    ++misses_;
+    return {};
+  }
+  uint64_t misses() const override { return misses_; }
+  SymbolizerStats stats() const override { return {}; }
+  int calls = 0;
+
+ private:
+  uint64_t misses_ = 0;
+};
+
+// Leaf-to-root function names of a sample's first Line entries, joined.
+std::string StackOf(const Profile& p, const perftools::profiles::Sample& s) {
+  std::string out;
+  for (uint64_t id : s.location_id()) {
+    const auto& loc = p.location(id - 1);
+    EXPECT_EQ(loc.id(), id);
+    for (int i = 0; i < loc.line_size(); ++i) {  // innermost first
+      const auto& fn = p.function(loc.line(i).function_id() - 1);
+      out =
+          absl::StrCat(p.string_table(fn.name()), out.empty() ? "" : ";", out);
+    }
+  }
+  return out;
+}
+
+// stack -> value[index] for one profile.
+std::map<std::string, int64_t> Values(const WindowProfile& w, int index) {
+  Profile p;
+  EXPECT_TRUE(p.ParseFromString(w.pprof));
+  EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
+  std::map<std::string, int64_t> out;
+  for (const auto& s : p.sample()) out[StackOf(p, s)] += s.value(index);
+  return out;
+}
+
+std::string Label(const WindowProfile& w, const std::string& key) {
+  for (const auto& [k, v] : w.labels) {
+    if (k == key) return v;
+  }
+  return "<unset>";
+}
+
+class ProcessProfilerTest : public ::testing::Test {
+ protected:
+  ProcessProfilerTest() {
+    path_ = rt::TempRingPath("profiler");
+    ringfile::WriterOptions options = rt::TestWriterOptions(path_);
+    options.slots_per_ring = 4096;
+    EXPECT_EQ(writer_.Create(options), 0);
+    ringfile::ModuleMap module = {};
+    module.start = kModuleStart;
+    module.size = 0x10000;
+    module.load_bias = 0;
+    const uint8_t build_id[] = {0xab, 0xcd, 0x01};
+    rt::AppendModuleMap(writer_, module, "/bin/app", build_id);
+  }
+
+  void Alloc(uint32_t tid, uint64_t t, std::vector<uint64_t> frames,
+             uint64_t weight, uint64_t size, uint16_t flags = 0) {
+    AllocSample s = {};
+    s.monotonic_ns = t;
+    s.tid = tid;
+    s.flags = flags;
+    s.weight_bytes = weight;
+    s.requested_size = size;
+    ASSERT_TRUE(rt::AppendAllocSample(writer_, s, frames, tid));
+  }
+  void Cpu(uint32_t tid, uint64_t t, std::vector<uint64_t> frames) {
+    CpuSample s = {};
+    s.monotonic_ns = t;
+    s.tid = tid;
+    s.cpu_period_ns = 10 * kMs;
+    ASSERT_TRUE(rt::AppendCpuSample(writer_, s, frames, tid));
+  }
+
+  // Reads the ring and runs a profiler over it; Finish() at the end.
+  void Run(ProcessProfilerOptions options = {}) {
+    writer_.Close();
+    auto records = rt::ReadAllRecords(path_);
+    ASSERT_TRUE(records.ok()) << records.status();
+    ringfile::FileInfo info;
+    info.pid = 4242;
+    info.service_name = "test-service";
+    info.created_monotonic_ns = 0;
+    info.created_realtime_ns = kEpochUnixNs;
+    ProcessProfiler profiler(info, options, &symbolizer_, &sink_);
+    for (const auto& r : *records) profiler.OnRecord(r.view());
+    profiler.Finish();
+    stats_ = profiler.stats();
+  }
+
+  std::vector<const WindowProfile*> Named(const std::string& name) const {
+    std::vector<const WindowProfile*> out;
+    for (const auto& w : sink_.profiles) {
+      if (w.name == name) out.push_back(&w);
+    }
+    return out;
+  }
+
+  std::string path_;
+  ringfile::RingWriter writer_;
+  FakeSymbolizer symbolizer_;
+  CapturingSink sink_;
+  ProcessStats stats_;
+};
+
+TEST_F(ProcessProfilerTest, AllocationWeightsBecomeAllocSpaceAndObjects) {
+  Alloc(1, 100 * kMs, {kHot, kMain}, /*weight=*/1000, /*size=*/100);
+  Alloc(1, 200 * kMs, {kHot, kMain}, 1000, 300);  // 3.33 -> 3 objects
+  Alloc(2, 300 * kMs, {kCold, kMain}, 512, 0);    // size unknown: 1 object
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(Values(*memory[0], 1),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 2000),
+                                   Pair("main;Cold()", 512)));
+  EXPECT_THAT(Values(*memory[0], 0),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 13),
+                                   Pair("main;Cold()", 1)));
+  EXPECT_EQ(Label(*memory[0], "service_name"), "test-service");
+  EXPECT_EQ(Label(*memory[0], "pid"), "4242");
+}
+
+TEST_F(ProcessProfilerTest, TickPicksBecomeCpuTime) {
+  // Thread 1: hot samples every 5 ms for 100 ms; thread 2: one cold
+  // sample exactly on tick 50 ms.
+  for (uint64_t t = 1000; t <= 1100; t += 5) {
+    Alloc(1, t * kMs + 1, {kHot, kMain}, 100, 10);
+  }
+  Alloc(2, 1050 * kMs, {kCold, kMain}, 100, 10);
+  Run();
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_EQ(Label(*cpu[0], "ringprof_cpu_source"), "alloc_ticks");
+  // Thread 1 wins ticks 1000..1100 (11) and 1110 (its last sample is
+  // 10 ms - 1 ns away) but not 990 (10 ms + 1 ns); thread 2 wins ticks
+  // 1040, 1050 and 1060 of its own.
+  EXPECT_THAT(
+      Values(*cpu[0], 0),
+      UnorderedElementsAre(Pair("main;Hot();inlined_helper", 12 * 10 * kMs),
+                           Pair("main;Cold()", 3 * 10 * kMs)));
+  EXPECT_EQ(stats_.ticks_picked, 15u);
+}
+
+TEST_F(ProcessProfilerTest, TimerSamplesReplaceTickEstimate) {
+  Alloc(1, 100 * kMs, {kHot, kMain}, 100, 10);
+  Cpu(1, 105 * kMs, {kCold, kMain});
+  Cpu(1, 115 * kMs, {kCold, kMain});
+  Run();
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_EQ(Label(*cpu[0], "ringprof_cpu_source"), "timer");
+  // Leaf of a CPU sample is an exact PC: symbolized at kCold itself.
+  EXPECT_THAT(Values(*cpu[0], 0), ElementsAre(Pair("main;Cold()", 20 * kMs)));
+  // The allocation still counts for memory.
+  EXPECT_EQ(Named("memory").size(), 1u);
+}
+
+TEST_F(ProcessProfilerTest, TimingOnlySamplesCountForTicksNotMemory) {
+  Alloc(1, 100 * kMs, {kHot, kMain}, 0, 0, ringfile::kSampleTimingOnly);
+  Alloc(1, 200 * kMs, {kCold, kMain}, 64, 64);
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(Values(*memory[0], 1), ElementsAre(Pair("main;Cold()", 64)));
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_EQ(Values(*cpu[0], 0)["main;Hot();inlined_helper"], 30 * kMs);
+  EXPECT_EQ(stats_.timing_only_samples, 1u);
+  EXPECT_EQ(stats_.alloc_samples, 1u);
+}
+
+TEST_F(ProcessProfilerTest, WindowsAreWallClockAlignedAndLastIsPartial) {
+  Alloc(1, 9'000 * kMs, {kHot, kMain}, 100, 10);
+  Alloc(1, 10'500 * kMs, {kCold, kMain}, 200, 10);
+  Alloc(1, 23'000 * kMs, {kCold, kMain}, 300, 10);
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 3u);
+  EXPECT_EQ(memory[0]->from_unix_ns, kEpochUnixNs);
+  EXPECT_EQ(memory[0]->until_unix_ns, kEpochUnixNs + 10 * kSec);
+  EXPECT_EQ(memory[1]->from_unix_ns, kEpochUnixNs + 10 * kSec);
+  EXPECT_EQ(memory[1]->until_unix_ns, kEpochUnixNs + 20 * kSec);
+  EXPECT_EQ(memory[2]->from_unix_ns, kEpochUnixNs + 20 * kSec);
+  // Final window: ends one tick after its last event (the pick at tick
+  // 23.01 s), not at the boundary.
+  EXPECT_EQ(memory[2]->until_unix_ns, kEpochUnixNs + 23'020 * kMs);
+  EXPECT_EQ(Values(*memory[0], 1)["main;Hot();inlined_helper"], 100);
+  EXPECT_EQ(Values(*memory[1], 1)["main;Cold()"], 200);
+  EXPECT_EQ(Values(*memory[2], 1)["main;Cold()"], 300);
+  Profile p;
+  ASSERT_TRUE(p.ParseFromString(memory[1]->pprof));
+  EXPECT_EQ(p.time_nanos(), kEpochUnixNs + 10 * kSec);
+  EXPECT_EQ(p.duration_nanos(), 10 * kSec);
+}
+
+TEST_F(ProcessProfilerTest, TickOnWindowBoundaryBelongsToLaterWindow) {
+  // A sample 1 ns before the 10 s boundary wins ticks 9990 and 10000 ms
+  // (10010 is 10 ms + 1 ns away): one tick in each window.
+  Alloc(1, 10'000 * kMs - 1, {kHot, kMain}, 100, 10);
+  Run();
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 2u);
+  EXPECT_EQ(Values(*cpu[0], 0)["main;Hot();inlined_helper"], 10 * kMs);
+  EXPECT_EQ(Values(*cpu[1], 0)["main;Hot();inlined_helper"], 10 * kMs);
+}
+
+TEST_F(ProcessProfilerTest, AdvanceEmitsOnlyWindowsBehindTheWatermark) {
+  writer_.Close();
+  auto records = rt::ReadAllRecords(path_);
+  ASSERT_TRUE(records.ok());
+  ringfile::FileInfo info;
+  info.pid = 1;
+  info.created_realtime_ns = kEpochUnixNs;
+  ProcessProfiler profiler(info, {}, &symbolizer_, &sink_);
+  for (const auto& r : *records) profiler.OnRecord(r.view());
+  // Build the samples as records directly through a second ring.
+  std::string second = rt::TempRingPath("advance");
+  ringfile::RingWriter w;
+  ASSERT_EQ(w.Create(rt::TestWriterOptions(second)), 0);
+  AllocSample s = {};
+  s.tid = 1;
+  s.weight_bytes = 10;
+  s.requested_size = 10;
+  const uint64_t frames[] = {kHot, kMain};
+  s.monotonic_ns = 5 * kSec;
+  rt::AppendAllocSample(w, s, frames);
+  s.monotonic_ns = 15 * kSec;
+  rt::AppendAllocSample(w, s, frames);
+  w.Close();
+  auto more = rt::ReadAllRecords(second);
+  ASSERT_TRUE(more.ok());
+  for (const auto& r : *more) profiler.OnRecord(r.view());
+
+  profiler.Advance(10 * kSec);  // window 0 needs watermark >= 10 s + 10 ms
+  EXPECT_TRUE(sink_.profiles.empty());
+  profiler.Advance(10 * kSec + 10 * kMs);
+  ASSERT_EQ(sink_.profiles.size(), 2u);  // cpu + memory of window 0
+  for (const auto& w : sink_.profiles) {
+    EXPECT_EQ(w.from_unix_ns, kEpochUnixNs);
+  }
+  profiler.Finish();
+  EXPECT_EQ(sink_.profiles.size(), 4u);
+}
+
+TEST_F(ProcessProfilerTest, UnresolvedFramesNameModuleOffsetAndKeepBuildId) {
+  Alloc(1, 100 * kMs, {kUnknownInModule, 0x7000'0000, kMain}, 100, 10);
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(Values(*memory[0], 1),
+              ElementsAre(Pair("main;0x6fffffff;app+0x40403f", 100)));
+  Profile p;
+  ASSERT_TRUE(p.ParseFromString(memory[0]->pprof));
+  ASSERT_EQ(p.mapping_size(), 1);
+  EXPECT_EQ(p.string_table(p.mapping(0).build_id()), "abcd01");
+  EXPECT_EQ(p.string_table(p.mapping(0).filename()), "/bin/app");
+}
+
+TEST_F(ProcessProfilerTest, EachAddressIsSymbolizedOnce) {
+  for (int i = 0; i < 100; ++i) {
+    Alloc(1 + i % 4, (100 + 7 * i) * kMs, {kHot, kMain}, 100, 10);
+  }
+  Run();
+  // kHot and kMain, once each, although they appear in two profile kinds.
+  EXPECT_EQ(symbolizer_.calls, 2);
+}
+
+TEST_F(ProcessProfilerTest, LostAndTruncatedShowAsSyntheticFrames) {
+  ringfile::LostSamples lost = {};
+  lost.monotonic_ns = 50 * kMs;
+  lost.samples = 3;
+  lost.weight_bytes = 3000;
+  rt::AppendFixed(writer_, RecordType::kLostSamples, lost);
+  Alloc(1, 100 * kMs, {kHot, kMain}, 100, 10, ringfile::kSampleTruncated);
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(
+      Values(*memory[0], 1),
+      UnorderedElementsAre(Pair("[lost]", 3000),
+                           Pair("[truncated];main;Hot();inlined_helper", 100)));
+  EXPECT_EQ(stats_.emitter_lost, 3u);
+}
+
+TEST_F(ProcessProfilerTest, IdleFrameRecordsTicksWithoutSamples) {
+  Alloc(1, 100 * kMs, {kHot, kMain}, 100, 10);
+  Alloc(1, 200 * kMs, {kHot, kMain}, 100, 10);
+  ProcessProfilerOptions options;
+  options.max_distance_ns = 5 * kMs;
+  options.idle_frame = true;
+  Run(options);
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_THAT(Values(*cpu[0], 0),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 20 * kMs),
+                                   Pair("[no sample]", 90 * kMs)));
+}
+
+TEST_F(ProcessProfilerTest, EmitterFramesAreTrimmedAndLateModuleMapsResolve) {
+  // The emitter's module is announced only after a sample that uses it
+  // (module maps and samples of different threads travel in different
+  // rings).
+  constexpr uint64_t kEmitterStart = 0x7f0000000000;
+  Alloc(1, 100 * kMs,
+        {kEmitterStart + 0x100, kEmitterStart + 0x200, kHot, kMain}, 100, 10);
+  ringfile::ModuleMap emitter = {};
+  emitter.start = kEmitterStart;
+  emitter.size = 0x10000;
+  rt::AppendModuleMap(writer_, emitter, "/opt/ringprof/libringprof.so", {});
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(Values(*memory[0], 1),
+              ElementsAre(Pair("main;Hot();inlined_helper", 100)));
+}
+
+}  // namespace
+}  // namespace collector
+}  // namespace ringprof

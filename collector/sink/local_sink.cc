@@ -1,0 +1,137 @@
+#include "collector/sink/local_sink.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "collector/base/log.h"
+#include "collector/profile/pprof_io.h"
+#include "collector/render/flamegraph.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+std::string Sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  if (out.empty() || out == "." || out == "..") out = "unknown_service";
+  return out;
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i != path.size() && path[i] != '/') continue;
+    const std::string prefix = path.substr(0, i);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot create directory ", prefix, ": ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status EnsureWritableDirectory(const std::string& dir) {
+  if (dir.empty()) return absl::InvalidArgumentError("empty output directory");
+  absl::Status made = MakeDirs(dir);
+  if (!made.ok()) return made;
+  const std::string probe =
+      absl::StrCat(dir, "/.ringprof-write-test.", getpid());
+  absl::Status written = WriteFileAtomically(probe, "");
+  if (!written.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "output directory ", dir, " is not writable: ", written.message()));
+  }
+  ::unlink(probe.c_str());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<LocalSink>> LocalSink::Create(
+    const std::string& out_dir) {
+  absl::Status status = EnsureWritableDirectory(out_dir);
+  if (!status.ok()) return status;
+  return std::unique_ptr<LocalSink>(new LocalSink(out_dir));
+}
+
+void LocalSink::Submit(WindowProfile profile) {
+  const std::string dir =
+      absl::StrCat(out_dir_, "/", Sanitize(profile.service_name), "/",
+                   profile.pid, "/", Sanitize(profile.name));
+  absl::Status status = MakeDirs(dir);
+  if (status.ok()) {
+    status = WriteProfileFile(
+        absl::StrCat(dir, "/", profile.from_unix_ns / 1'000'000, "-",
+                     profile.until_unix_ns / 1'000'000, ".pb.gz"),
+        profile.pprof);
+  }
+  if (!status.ok()) {
+    // Once: a full disk would otherwise log every window.
+    if (first_error_.ok()) LogError(status.ToString());
+    first_error_.Update(status);
+  } else {
+    ++windows_written_;
+  }
+  perftools::profiles::Profile parsed;
+  if (parsed.ParseFromString(profile.pprof)) {
+    absl::Status merged = merged_[profile.name].Add(parsed);
+    if (!merged.ok()) LogWarning(merged.ToString());
+  }
+}
+
+absl::Status LocalSink::Flush(int64_t /*deadline_monotonic_ns*/) {
+  return first_error_;  // Submit writes synchronously
+}
+
+absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows) {
+  LocalOutput out;
+  std::string top;
+  struct Kind {
+    const char* name;
+    const char* html;
+    int sample_index;
+    const char* heading;
+  };
+  const Kind kinds[] = {
+      {"process_cpu", "flamegraph.html", 0, "CPU time (process_cpu)"},
+      {"memory", "memory.html", 1, "Allocated bytes (memory: alloc_space)"},
+  };
+  for (const Kind& kind : kinds) {
+    auto it = merged_.find(kind.name);
+    if (it == merged_.end() || it->second.empty()) continue;
+    const perftools::profiles::Profile profile = it->second.Build();
+    const std::string pb = absl::StrCat(out_dir_, "/", kind.name, ".pb.gz");
+    absl::Status status = WriteProfileFile(pb, profile.SerializeAsString());
+    if (!status.ok()) return status;
+    out.files.push_back(pb);
+    const std::string html = absl::StrCat(out_dir_, "/", kind.html);
+    status = WriteFileAtomically(
+        html, RenderFlameGraphHtml(profile, kind.sample_index,
+                                   absl::StrCat("ringprof: ", kind.heading)));
+    if (!status.ok()) return status;
+    out.files.push_back(html);
+    (kind.sample_index == 0 ? out.cpu_flamegraph : out.memory_flamegraph) =
+        html;
+    absl::StrAppend(&top, kind.heading, "\n",
+                    RenderTopTable(profile, kind.sample_index, top_rows), "\n");
+  }
+  if (!top.empty()) {
+    const std::string path = absl::StrCat(out_dir_, "/top.txt");
+    absl::Status status = WriteFileAtomically(path, top);
+    if (!status.ok()) return status;
+    out.files.push_back(path);
+  }
+  out.top_table = std::move(top);
+  return out;
+}
+
+}  // namespace collector
+}  // namespace ringprof

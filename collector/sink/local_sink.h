@@ -1,0 +1,72 @@
+// LocalSink: the embedded default when no Pyroscope server is configured.
+// Writes every window profile as a gzipped pprof file, and on Finalize() a
+// merged profile per kind, a text top table and HTML flame graphs:
+//
+//   <out>/<service>/<pid>/<name>/<from_ms>-<until_ms>.pb.gz   every window
+//   <out>/<name>.pb.gz            all windows and processes merged
+//   <out>/top.txt                 top functions, CPU then allocated bytes
+//   <out>/flamegraph.html         CPU flame graph (process_cpu)
+//   <out>/memory.html             allocated-bytes flame graph
+//
+// <name> is "process_cpu" or "memory"; from/until are Unix milliseconds of
+// the window (10 s, wall-clock aligned; the last one may be shorter).
+// <service> is sanitised to [A-Za-z0-9._-].
+//
+// Thread-safety: Submit/Flush from the collector's processing thread;
+// Finalize after the collector stopped. Submit writes synchronously (small
+// files, local disk).
+#ifndef RINGPROF_COLLECTOR_LOCAL_SINK_H_
+#define RINGPROF_COLLECTOR_LOCAL_SINK_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collector/profile/profile_merger.h"
+#include "collector/sink/sink.h"
+
+namespace ringprof {
+namespace collector {
+
+struct LocalOutput {
+  std::vector<std::string> files;  // everything Finalize wrote
+  std::string cpu_flamegraph;      // empty when there was no CPU profile
+  std::string memory_flamegraph;
+  std::string top_table;  // the text of top.txt
+};
+
+class LocalSink : public ProfileSink {
+ public:
+  // Creates `out_dir` (and parents) and checks that it is writable:
+  // FailedPrecondition naming the directory otherwise.
+  static absl::StatusOr<std::unique_ptr<LocalSink>> Create(
+      const std::string& out_dir);
+
+  void Submit(WindowProfile profile) override;
+  absl::Status Flush(int64_t deadline_monotonic_ns) override;
+
+  // Writes the merged files. `top_rows` rows per table.
+  absl::StatusOr<LocalOutput> Finalize(int top_rows = 20);
+
+  const std::string& out_dir() const { return out_dir_; }
+  uint64_t windows_written() const { return windows_written_; }
+
+ private:
+  explicit LocalSink(std::string out_dir) : out_dir_(std::move(out_dir)) {}
+
+  const std::string out_dir_;
+  std::map<std::string, ProfileMerger> merged_;  // by profile name
+  uint64_t windows_written_ = 0;
+  absl::Status first_error_;
+};
+
+// mkdir -p, then a probe file: FailedPrecondition when not writable.
+absl::Status EnsureWritableDirectory(const std::string& dir);
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_LOCAL_SINK_H_

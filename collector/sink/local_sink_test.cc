@@ -1,0 +1,123 @@
+#include "collector/sink/local_sink.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "collector/profile/pprof_builder.h"
+#include "collector/profile/pprof_io.h"
+#include "collector/profile/pprof_validate.h"
+#include "collector/profile/profile_merger.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+using perftools::profiles::Profile;
+using ::testing::HasSubstr;
+
+constexpr int64_t kSec = 1'000'000'000;
+
+// A memory profile with one stack main -> `leaf` worth `bytes`; the
+// strings are interned in an order that depends on `leaf`, so two such
+// profiles have different string tables.
+Profile MemoryProfile(const std::string& leaf, int64_t bytes, int64_t from) {
+  ProfileSpec spec = MemoryProfileSpec();
+  spec.time_nanos = from;
+  spec.duration_nanos = 10 * kSec;
+  PprofBuilder b(spec);
+  LineSpec leaf_line{leaf, "a.cc", 1};
+  LineSpec main_line{"main", "main.cc", 2};
+  const auto l = b.InternLocation(0, 0x1000 + leaf.size(),
+                                  absl::MakeConstSpan(&leaf_line, 1));
+  const auto m =
+      b.InternLocation(0, 0x9000, absl::MakeConstSpan(&main_line, 1));
+  b.AddSample({l, m}, {1, bytes});
+  return b.Build();
+}
+
+int64_t BytesOf(const Profile& p, const std::string& leaf) {
+  int64_t sum = 0;
+  for (const auto& s : p.sample()) {
+    const auto& loc = p.location(s.location_id(0) - 1);
+    const auto& fn = p.function(loc.line(0).function_id() - 1);
+    if (p.string_table(fn.name()) == leaf) sum += s.value(1);
+  }
+  return sum;
+}
+
+TEST(ProfileMergerTest, IdenticalStacksAddUpAcrossStringTables) {
+  ProfileMerger merger;
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 100, 10 * kSec)).ok());
+  ASSERT_TRUE(merger.Add(MemoryProfile("Cold", 7, 20 * kSec)).ok());
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 50, 30 * kSec)).ok());
+  Profile merged = merger.Build();
+  ASSERT_TRUE(ValidatePprof(merged).ok()) << ValidatePprof(merged);
+  EXPECT_EQ(merged.sample_size(), 2);
+  EXPECT_EQ(BytesOf(merged, "Hot"), 150);
+  EXPECT_EQ(BytesOf(merged, "Cold"), 7);
+  EXPECT_EQ(merged.time_nanos(), 10 * kSec);
+  EXPECT_EQ(merged.duration_nanos(), 30 * kSec);
+}
+
+TEST(ProfileMergerTest, RejectsDifferentSampleTypes) {
+  ProfileMerger merger;
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 100, 0)).ok());
+  PprofBuilder cpu(CpuProfileSpec(10'000'000));
+  LineSpec line{"f", "", 0};
+  cpu.AddSample({cpu.InternLocation(0, 1, absl::MakeConstSpan(&line, 1))}, {1});
+  EXPECT_FALSE(merger.Add(cpu.Build()).ok());
+}
+
+TEST(LocalSinkTest, WritesWindowsInTheDocumentedLayoutAndASummary) {
+  const std::string out = absl::StrCat(std::getenv("TEST_TMPDIR"), "/out");
+  auto sink = LocalSink::Create(out);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  for (int64_t from : {1'700'000'000 * kSec, 1'700'000'010 * kSec}) {
+    WindowProfile w;
+    w.name = "memory";
+    w.service_name = "my svc/1";
+    w.pid = 42;
+    w.from_unix_ns = from;
+    w.until_unix_ns = from + 10 * kSec;
+    w.pprof = MemoryProfile("Hot", 100, from).SerializeAsString();
+    (*sink)->Submit(std::move(w));
+  }
+  ASSERT_TRUE((*sink)->Flush(0).ok());
+  EXPECT_EQ((*sink)->windows_written(), 2u);
+  // Service names are sanitised into one path component.
+  auto window = ReadProfileFile(
+      out + "/my_svc_1/42/memory/1700000000000-1700000010000.pb.gz");
+  ASSERT_TRUE(window.ok()) << window.status();
+  EXPECT_EQ(BytesOf(*window, "Hot"), 100);
+
+  auto summary = (*sink)->Finalize(10);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  auto merged = ReadProfileFile(out + "/memory.pb.gz");
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(BytesOf(*merged, "Hot"), 200);
+  EXPECT_EQ(summary->memory_flamegraph, out + "/memory.html");
+  EXPECT_TRUE(summary->cpu_flamegraph.empty());  // no CPU windows
+  auto html = ReadFile(out + "/memory.html");
+  ASSERT_TRUE(html.ok());
+  EXPECT_THAT(*html, HasSubstr("Hot"));
+  auto top = ReadFile(out + "/top.txt");
+  ASSERT_TRUE(top.ok());
+  EXPECT_THAT(*top, HasSubstr("Hot"));
+}
+
+TEST(LocalSinkTest, UnwritableDirectoryIsAClearError) {
+  const std::string file = absl::StrCat(std::getenv("TEST_TMPDIR"), "/plain");
+  ASSERT_TRUE(WriteFileAtomically(file, "x").ok());
+  auto sink = LocalSink::Create(file + "/out");
+  ASSERT_FALSE(sink.ok());
+  EXPECT_THAT(std::string(sink.status().message()), HasSubstr(file));
+}
+
+}  // namespace
+}  // namespace collector
+}  // namespace ringprof

@@ -1,0 +1,47 @@
+// ProfileSink: where finished window profiles go. The collector produces one
+// WindowProfile per (process, profile type, window); sinks write them locally
+// (collector/sink/local_sink) or ship them to Pyroscope (collector/shipping).
+//
+// Thread-safety: Submit may be called from the collector's processing thread
+// only; implementations must not block it for long (queue, then return).
+#ifndef RINGPROF_COLLECTOR_SINK_H_
+#define RINGPROF_COLLECTOR_SINK_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace ringprof {
+namespace collector {
+
+struct WindowProfile {
+  // Pyroscope's __name__: "process_cpu" (CPU time) or "memory" (allocations).
+  std::string name;
+  // Series labels besides __name__: service_name, pid, ... (bounded set;
+  // never per-thread).
+  std::vector<std::pair<std::string, std::string>> labels;
+  int64_t from_unix_ns = 0;   // window start, wall clock
+  int64_t until_unix_ns = 0;  // window end (exclusive)
+  // Serialized perftools.profiles.Profile, uncompressed, already valid under
+  // Pyroscope's rules (see ../shared notes §6 and collector/README.md).
+  std::string pprof;
+  uint32_t pid = 0;
+  std::string service_name;
+};
+
+class ProfileSink {
+ public:
+  virtual ~ProfileSink() = default;
+  virtual void Submit(WindowProfile profile) = 0;
+  // Sends or persists everything queued; returns when done or the deadline
+  // (CLOCK_MONOTONIC ns) passes. Called at shutdown.
+  virtual absl::Status Flush(int64_t deadline_monotonic_ns) = 0;
+};
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_SINK_H_

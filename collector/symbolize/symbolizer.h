@@ -1,0 +1,110 @@
+// Symbolizer: turns (module, address) into function names, inlined frames
+// and file:line, from ELF symbol tables and DWARF (elfutils libdw), keyed by
+// build-id and cached so each address is resolved once.
+//
+// Thread-compatible (one collector thread uses it). Allocates; not for use
+// in signal handlers. Implemented in collector/symbolize/symbolizer.cc; the
+// lookup order and caching are described in collector/SYMBOLS.md.
+#ifndef RINGPROF_COLLECTOR_SYMBOLIZER_H_
+#define RINGPROF_COLLECTOR_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ringprof {
+namespace collector {
+
+// A module as the emitter reported it (ringfile ModuleMap) plus its process.
+struct ModuleInfo {
+  std::string path;
+  std::string build_id_hex;  // lower-case hex; empty when unknown
+  uint64_t start = 0;        // runtime address range [start, start + size)
+  uint64_t size = 0;
+  uint64_t file_offset = 0;
+  uint64_t load_bias = 0;  // runtime address - ELF virtual address
+  uint32_t pid = 0;
+};
+
+struct SymbolizedFrame {
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // empty when unknown
+  int64_t line = 0;
+};
+
+// What an address in a stack is. Unwinders record return addresses for every
+// frame but the interrupted one; a return address points at the instruction
+// *after* the call, which may already belong to the next line or even the
+// next function (a call to a noreturn function at the end of a body). The
+// symbolizer looks up `address - 1` for kReturnAddress so the call
+// instruction itself is attributed.
+//
+// For ringprof stacks: every frame of an allocation sample is a return
+// address (frames[0] is the return into malloc's caller); for CPU samples
+// frames[0] is the interrupted PC (kInstruction) and the rest are return
+// addresses.
+enum class AddressKind {
+  kInstruction,    // the PC of an instruction: looked up as is
+  kReturnAddress,  // a return address: looked up as address - 1
+};
+
+// Counters for metrics and tests. "Addresses" are distinct (module, lookup
+// address) pairs; repeated lookups of one address are cache hits.
+struct SymbolizerStats {
+  uint64_t lookups = 0;               // calls to Symbolize
+  uint64_t cache_hits = 0;            // answered from the per-address cache
+  uint64_t addresses_resolved = 0;    // distinct addresses with >= 1 frame
+  uint64_t addresses_unresolved = 0;  // distinct addresses with no frame
+  uint64_t modules_opened = 0;        // modules with an ELF or debug file found
+  uint64_t modules_not_found = 0;     // modules with no usable file anywhere
+  uint64_t build_id_mismatches = 0;   // candidate files skipped for their id
+  uint64_t debuginfod_fetches = 0;    // files obtained from debuginfod
+};
+
+struct SymbolizerOptions {
+  // Directories laid out like /usr/lib/debug: .build-id/ab/cdef....debug
+  std::vector<std::string> symbol_dirs;
+  // Root of the workload's /proc ("/proc"); binaries are looked up at
+  // <proc_root>/<pid>/root/<path> first, then at <path> itself.
+  std::string proc_root = "/proc";
+  // Where the distribution installs debug packages (Debian's *-dbg and
+  // *-dbgsym): searched for separate debug files by build-id after
+  // symbol_dirs, first inside the workload's root
+  // (<proc_root>/<pid>/root<system_debug_dir>), then here. Empty: skipped.
+  std::string system_debug_dir = "/usr/lib/debug";
+  // Use debuginfod (DEBUGINFOD_URLS) when set.
+  bool use_debuginfod = true;
+};
+
+class Symbolizer {
+ public:
+  static std::unique_ptr<Symbolizer> Create(const SymbolizerOptions& options);
+  virtual ~Symbolizer() = default;
+
+  // Frames for `address` (an absolute runtime address inside `module`),
+  // innermost (most deeply inlined) first and the physical function last.
+  // Empty when nothing resolves; the caller then shows module+0xoffset.
+  // Every candidate file is checked against module.build_id_hex when that is
+  // known. `kind` says whether to look up `address - 1` (see AddressKind).
+  virtual std::vector<SymbolizedFrame> Symbolize(const ModuleInfo& module,
+                                                 uint64_t address,
+                                                 AddressKind kind) = 0;
+
+  // Same as above with AddressKind::kInstruction: `address` is looked up as
+  // is. Callers holding return addresses should use the overload above.
+  std::vector<SymbolizedFrame> Symbolize(const ModuleInfo& module,
+                                         uint64_t address) {
+    return Symbolize(module, address, AddressKind::kInstruction);
+  }
+
+  // Distinct addresses that resolved to nothing so far (a metric).
+  virtual uint64_t misses() const = 0;
+
+  virtual SymbolizerStats stats() const = 0;
+};
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_SYMBOLIZER_H_

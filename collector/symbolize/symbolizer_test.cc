@@ -1,0 +1,723 @@
+#include "collector/symbolize/symbolizer.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr char kDataDir[] = "collector/symbolize/testdata/symbolizer/";
+constexpr char kSourceFile[] = "symbolizer_test_program.cc";
+constexpr char kLlvmSymbolizer[] = "/usr/lib/llvm-14/bin/llvm-symbolizer";
+
+std::string DataPath(const std::string& name) {
+  return fs::absolute(fs::path(kDataDir) / name).string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+// What the test program printed about itself in one run: runtime
+// addresses, its load bias and the source lines of the inlined calls.
+struct ProgramFacts {
+  uint64_t load_bias = 0;
+  uint64_t outer_return_address = 0;
+  uint64_t leaf = 0;
+  uint64_t c_function = 0;
+  int64_t inner_call_line = 0;
+  int64_t middle_call_line = 0;
+  int64_t outer_call_line = 0;
+};
+
+ProgramFacts RunProgram() {
+  std::map<std::string, std::string> values;
+  FILE* out = popen(DataPath("symbolizer_test_program").c_str(), "r");
+  EXPECT_NE(out, nullptr);
+  if (out == nullptr) return {};
+  char key[64];
+  char value[64];
+  while (fscanf(out, "%63s %63s", key, value) == 2) values[key] = value;
+  EXPECT_EQ(pclose(out), 0);
+  auto number = [&](const char* name) -> uint64_t {
+    EXPECT_EQ(values.count(name), 1u) << name;
+    return std::strtoull(values[name].c_str(), nullptr, 0);
+  };
+  ProgramFacts facts;
+  facts.load_bias = number("load_bias");
+  facts.outer_return_address = number("outer_return_address");
+  facts.leaf = number("leaf");
+  facts.c_function = number("c_function");
+  facts.inner_call_line = static_cast<int64_t>(number("inner_call_line"));
+  facts.middle_call_line = static_cast<int64_t>(number("middle_call_line"));
+  facts.outer_call_line = static_cast<int64_t>(number("outer_call_line"));
+  return facts;
+}
+
+class SymbolizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Debian's profile.d may set it; only the debuginfod tests want one.
+    unsetenv("DEBUGINFOD_URLS");
+    facts_ = RunProgram();
+    build_id_ = ReadFile(DataPath("symbolizer_test_program.build_id"));
+    while (!build_id_.empty() && build_id_.back() == '\n') build_id_.pop_back();
+    ASSERT_GT(build_id_.size(), 2u);
+    std::string pattern =
+        (fs::path(getenv("TEST_TMPDIR")) / "symbolizer.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    scratch_ = pattern;
+  }
+
+  void TearDown() override {
+    unsetenv("DEBUGINFOD_URLS");
+    fs::remove_all(scratch_);
+  }
+
+  ModuleInfo Module(const std::string& path) const {
+    ModuleInfo module;
+    module.path = path;
+    module.build_id_hex = build_id_;
+    module.load_bias = facts_.load_bias;
+    module.pid = 1;  // /proc/1/root/<path> is not where these files live
+    return module;
+  }
+
+  // A symbols dir holding `file` as .build-id/xx/yyy.debug for `build_id`.
+  std::string SymbolsDirWith(const std::string& file,
+                             const std::string& build_id) {
+    fs::path dir = scratch_ / "symbols";
+    fs::path debug = dir / ".build-id" / build_id.substr(0, 2) /
+                     (build_id.substr(2) + ".debug");
+    fs::create_directories(debug.parent_path());
+    fs::copy_file(file, debug, fs::copy_options::overwrite_existing);
+    return dir.string();
+  }
+
+  // The inline chain at the return address inside Outer: Inner<long> at the
+  // call of CaptureReturnAddress, inlined into Middle at its call of Inner,
+  // inlined into Outer at its call of Middle.
+  void ExpectOuterChain(const std::vector<SymbolizedFrame>& frames) const {
+    ASSERT_THAT(frames, SizeIs(3));
+    EXPECT_THAT(frames[0].function, HasSubstr("ringprof_test::Inner<long>"));
+    EXPECT_THAT(frames[0].file, EndsWith(kSourceFile));
+    EXPECT_EQ(frames[0].line, facts_.inner_call_line);
+    EXPECT_EQ(frames[1].function, "ringprof_test::Middle(int)");
+    EXPECT_THAT(frames[1].file, EndsWith(kSourceFile));
+    EXPECT_EQ(frames[1].line, facts_.middle_call_line);
+    EXPECT_EQ(frames[2].function, "ringprof_test::Outer(int)");
+    EXPECT_THAT(frames[2].file, EndsWith(kSourceFile));
+    EXPECT_EQ(frames[2].line, facts_.outer_call_line);
+  }
+
+  ProgramFacts facts_;
+  std::string build_id_;
+  fs::path scratch_;
+};
+
+TEST_F(SymbolizerTest, ResolvesInlineChainWithDemangledNamesAndLines) {
+  auto symbolizer = Symbolizer::Create({});
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module(DataPath("symbolizer_test_program")), facts_.outer_return_address,
+      AddressKind::kReturnAddress));
+}
+
+TEST_F(SymbolizerTest, ResolvesFunctionEntriesIncludingExternC) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  std::vector<SymbolizedFrame> leaf =
+      symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction);
+  ASSERT_THAT(leaf, SizeIs(1));
+  EXPECT_EQ(leaf[0].function, "ringprof_test::Leaf(int)");
+  EXPECT_THAT(leaf[0].file, EndsWith(kSourceFile));
+  EXPECT_GT(leaf[0].line, facts_.outer_call_line);
+
+  std::vector<SymbolizedFrame> c_function = symbolizer->Symbolize(
+      module, facts_.c_function, AddressKind::kInstruction);
+  ASSERT_THAT(c_function, SizeIs(1));
+  EXPECT_EQ(c_function[0].function, "ringprof_test_c_function");
+}
+
+TEST_F(SymbolizerTest, ReturnAddressIsLookedUpAtTheCallInstruction) {
+  // The return address itself is the instruction after the call; once the
+  // call returns, Outer continues on its own line (sink_pointer = ...), so
+  // an exact lookup must not claim the inlined frames' call lines.
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  std::vector<SymbolizedFrame> as_call = symbolizer->Symbolize(
+      module, facts_.outer_return_address, AddressKind::kReturnAddress);
+  std::vector<SymbolizedFrame> as_pc = symbolizer->Symbolize(
+      module, facts_.outer_return_address, AddressKind::kInstruction);
+  ASSERT_FALSE(as_pc.empty());
+  EXPECT_EQ(as_pc.back().function, "ringprof_test::Outer(int)");
+  EXPECT_FALSE(as_pc.size() == as_call.size() &&
+               as_pc.front().line == as_call.front().line)
+      << "the two lookups should differ at the call boundary";
+  EXPECT_EQ(symbolizer->stats().cache_hits, 0u);
+}
+
+TEST_F(SymbolizerTest, StrippedBinaryAloneResolvesNothing) {
+  auto symbolizer = Symbolizer::Create({});
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_EQ(symbolizer->misses(), 1u);
+  EXPECT_EQ(symbolizer->stats().modules_opened, 1u);
+}
+
+TEST_F(SymbolizerTest, StrippedBinaryResolvesThroughSymbolsDir) {
+  SymbolizerOptions options;
+  options.symbol_dirs = {
+      SymbolsDirWith(DataPath("symbolizer_test_program.debug"), build_id_)};
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo module = Module(DataPath("stripped/symbolizer_test_program"));
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+  std::vector<SymbolizedFrame> leaf =
+      symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction);
+  ASSERT_THAT(leaf, SizeIs(1));
+  EXPECT_EQ(leaf[0].function, "ringprof_test::Leaf(int)");
+}
+
+TEST_F(SymbolizerTest, DebugFileStandsInForAMissingBinary) {
+  SymbolizerOptions options;
+  options.symbol_dirs = {
+      SymbolsDirWith(DataPath("symbolizer_test_program.debug"), build_id_)};
+  auto symbolizer = Symbolizer::Create(options);
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module("/nonexistent/ringprof/symbolizer_test_program"),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+}
+
+TEST_F(SymbolizerTest, FindsBinaryUnderTheProcessRoot) {
+  // As if the workload ran in another mount namespace: the path it reported
+  // exists only under <proc_root>/<pid>/root.
+  const std::string reported = "/opt/workload/bin/program";
+  fs::path proc_root = scratch_ / "proc";
+  fs::path inside = proc_root / "4242" / "root" / "opt/workload/bin/program";
+  fs::create_directories(inside.parent_path());
+  fs::copy_file(DataPath("symbolizer_test_program"), inside);
+  SymbolizerOptions options;
+  options.proc_root = proc_root.string();
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo module = Module(reported);
+  module.pid = 4242;
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+}
+
+TEST_F(SymbolizerTest, FindsDebugPackagesInsideTheWorkloadRootThenOnTheHost) {
+  const std::string build_id_path = ".build-id/" + build_id_.substr(0, 2) +
+                                    "/" + build_id_.substr(2) + ".debug";
+  fs::path proc_root = scratch_ / "proc";
+  fs::path in_container =
+      proc_root / "4242" / "root" / "opt/debug" / build_id_path;
+  fs::create_directories(in_container.parent_path());
+  fs::copy_file(DataPath("symbolizer_test_program.debug"), in_container);
+
+  SymbolizerOptions options;
+  options.proc_root = proc_root.string();
+  options.system_debug_dir = "/opt/debug";  // absent on the host
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo module = Module(DataPath("stripped/symbolizer_test_program"));
+  module.pid = 4242;
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+
+  // On the host: a system debug dir that exists here.
+  fs::path host_dir = scratch_ / "host-debug";
+  fs::create_directories((host_dir / build_id_path).parent_path());
+  fs::copy_file(DataPath("symbolizer_test_program.debug"),
+                host_dir / build_id_path);
+  options.system_debug_dir = host_dir.string();
+  symbolizer = Symbolizer::Create(options);
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module(DataPath("stripped/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+
+  options.system_debug_dir.clear();
+  symbolizer = Symbolizer::Create(options);
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+}
+
+TEST_F(SymbolizerTest, RejectsFilesWithAnotherBuildId) {
+  // The right path, the wrong expected id: the binary must not be used.
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  module.build_id_hex = "00112233445566778899aabbccddeeff00112233";
+  EXPECT_THAT(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                    AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_GE(symbolizer->stats().build_id_mismatches, 1u);
+  EXPECT_EQ(symbolizer->stats().modules_not_found, 1u);
+}
+
+TEST_F(SymbolizerTest, RejectsDebugFileWithAnotherBuildId) {
+  // A debug file at the right .build-id path that belongs to another binary
+  // (this test itself) must not lend the stripped binary its DWARF.
+  SymbolizerOptions options;
+  options.symbol_dirs = {SymbolsDirWith("/proc/self/exe", build_id_)};
+  auto symbolizer = Symbolizer::Create(options);
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_GE(symbolizer->stats().build_id_mismatches, 1u);
+}
+
+TEST_F(SymbolizerTest, UnknownAddressResolvesToNothing) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  EXPECT_THAT(symbolizer->Symbolize(module, facts_.load_bias + 0x40000000,
+                                    AddressKind::kInstruction),
+              IsEmpty());
+  EXPECT_EQ(symbolizer->misses(), 1u);
+}
+
+TEST_F(SymbolizerTest, EachAddressIsResolvedOncePerBuildId) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo first = Module(DataPath("symbolizer_test_program"));
+  ModuleInfo second_process = first;
+  second_process.pid = 2;
+  second_process.load_bias = first.load_bias + 0x100000;  // ASLR elsewhere
+  const uint64_t offset = facts_.outer_return_address - first.load_bias;
+
+  for (int i = 0; i < 3; ++i) {
+    ExpectOuterChain(symbolizer->Symbolize(first, first.load_bias + offset,
+                                           AddressKind::kReturnAddress));
+  }
+  ExpectOuterChain(symbolizer->Symbolize(second_process,
+                                         second_process.load_bias + offset,
+                                         AddressKind::kReturnAddress));
+  symbolizer->Symbolize(first, facts_.leaf, AddressKind::kInstruction);
+
+  SymbolizerStats stats = symbolizer->stats();
+  EXPECT_EQ(stats.lookups, 5u);
+  EXPECT_EQ(stats.cache_hits, 3u);
+  EXPECT_EQ(stats.addresses_resolved, 2u);
+  EXPECT_EQ(stats.addresses_unresolved, 0u);
+  EXPECT_EQ(stats.modules_opened, 1u);
+}
+
+TEST_F(SymbolizerTest, ModulesWithoutBuildIdAreKeyedByPath) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  module.build_id_hex.clear();
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+  ModuleInfo other = Module(DataPath("stripped/symbolizer_test_program"));
+  other.build_id_hex.clear();
+  EXPECT_THAT(symbolizer->Symbolize(other, facts_.outer_return_address,
+                                    AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_EQ(symbolizer->stats().modules_opened, 2u);
+}
+
+// LLVM's symbolizer, an independent DWARF reader, as referee over addresses
+// spread across this test's executable (gtest, gmock and libstdc++
+// templates: deep inlining). (elfutils' eu-addr2line is no referee: its
+// dwarf_getscopes drops inline chains that both LLVM and we report.)
+struct RefereeFrame {
+  std::string function;
+  int64_t line = 0;
+};
+
+std::map<uint64_t, std::vector<RefereeFrame>> RunLlvmSymbolizer(
+    const std::string& binary, const std::vector<uint64_t>& pcs,
+    const fs::path& scratch) {
+  fs::path input = scratch / "addresses.txt";
+  {
+    std::ofstream out(input);
+    for (uint64_t pc : pcs) out << "0x" << std::hex << pc << "\n";
+  }
+  std::string command = std::string(kLlvmSymbolizer) + " --obj='" + binary +
+                        "' --addresses --inlining --demangle < '" +
+                        input.string() + "'";
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::map<uint64_t, std::vector<RefereeFrame>> results;
+  if (pipe == nullptr) return results;
+  std::vector<std::string> lines;
+  std::string line;
+  char buffer[8192];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) {
+    line += buffer;
+    if (line.back() != '\n') continue;  // a name longer than the buffer
+    line.pop_back();
+    lines.push_back(line);
+    line.clear();
+  }
+  EXPECT_EQ(pclose(pipe), 0) << command;
+  std::vector<RefereeFrame>* current = nullptr;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    if (lines[i].rfind("0x", 0) == 0) {
+      current = &results[std::strtoull(lines[i].c_str(), nullptr, 16)];
+      continue;
+    }
+    if (current == nullptr || i + 1 >= lines.size()) break;
+    RefereeFrame frame;
+    frame.function = lines[i] == "??" ? "" : lines[i];
+    // "file:line:column" or "??:0:0"
+    std::vector<std::string> parts = absl::StrSplit(lines[++i], ':');
+    if (parts.size() >= 3) {
+      frame.line = std::strtoll(parts[parts.size() - 2].c_str(), nullptr, 10);
+    }
+    if (!frame.function.empty() || frame.line != 0) current->push_back(frame);
+  }
+  return results;
+}
+
+// Whether two names denote the same function. The GNU and LLVM demanglers
+// spell some things differently: "decltype(nullptr)" / "std::nullptr_t",
+// "operator< <T>" / "operator<<T>", "decltype (((x)))" / "decltype(x)",
+// lambdas, " [clone .cold]" / " (.cold)"; each gives up on a few names the
+// other handles (leaving them mangled); more differ deep inside template
+// arguments. Where DWARF has no linkage name we
+// show the short DW_AT_name of inlined functions that LLVM qualifies.
+bool SameFunction(std::string ours, std::string theirs) {
+  if (ours == theirs) return true;
+  if (ours.rfind("_Z", 0) == 0 || theirs.rfind("_Z", 0) == 0) return true;
+  for (const char* spelled_differently : {"lambda", "decltype"}) {
+    if (ours.find(spelled_differently) != std::string::npos &&
+        theirs.find(spelled_differently) != std::string::npos) {
+      return true;
+    }
+  }
+  if (ours.find('(') == std::string::npos) {
+    return theirs.find("::" + ours.substr(0, ours.find('<'))) !=
+           std::string::npos;
+  }
+  auto normalize = [](std::string name) {
+    size_t clone = std::min(name.find(" [clone "), name.find(" (."));
+    if (clone != std::string::npos) name.resize(clone);
+    name = absl::StrReplaceAll(name, {{"decltype(nullptr)", "std::nullptr_t"}});
+    name.erase(
+        std::remove_if(name.begin(), name.end(),
+                       [](char c) { return c == ' ' || c == '(' || c == ')'; }),
+        name.end());
+    return name;
+  };
+  ours = normalize(ours);
+  theirs = normalize(theirs);
+  if (ours == theirs) return true;
+  // Deeper spelling differences (inheriting constructors, decltype
+  // expressions) sit inside long template names: accept names that agree
+  // on their first half. Frame counts and lines are still compared exactly,
+  // and they catch a wrong frame (another call site has another line).
+  size_t common = 0;
+  while (common < ours.size() && common < theirs.size() &&
+         ours[common] == theirs[common]) {
+    ++common;
+  }
+  return common >= 20 && common * 2 >= std::min(ours.size(), theirs.size());
+}
+
+int FindExecutableSegment(struct dl_phdr_info* info, size_t, void* data) {
+  auto* range = static_cast<std::pair<uint64_t, uint64_t>*>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
+    if (phdr.p_type == PT_LOAD && (phdr.p_flags & PF_X) != 0) {
+      *range = {phdr.p_vaddr, phdr.p_vaddr + phdr.p_memsz};
+      return 1;
+    }
+  }
+  return 1;  // the main program is reported first
+}
+
+TEST_F(SymbolizerTest, AgreesWithLlvmSymbolizerAcrossABinary) {
+  if (!fs::exists(kLlvmSymbolizer)) {
+    GTEST_SKIP() << kLlvmSymbolizer << " missing (Debian llvm-14; tools/setup)";
+  }
+  const std::string binary = fs::read_symlink("/proc/self/exe").string();
+  std::pair<uint64_t, uint64_t> text;
+  dl_iterate_phdr(FindExecutableSegment, &text);
+  ASSERT_LT(text.first, text.second);
+  constexpr int kAddresses = 1500;
+  std::vector<uint64_t> pcs;
+  for (int i = 0; i < kAddresses; ++i) {
+    pcs.push_back(text.first + (text.second - text.first) * i / kAddresses);
+  }
+  std::map<uint64_t, std::vector<RefereeFrame>> referee =
+      RunLlvmSymbolizer(binary, pcs, scratch_);
+  ASSERT_EQ(referee.size(), pcs.size());
+
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module;
+  module.path = binary;
+  module.load_bias = 0;  // file addresses, as given to llvm-symbolizer
+  int compared = 0;
+  int with_inlines = 0;
+  int mismatches = 0;
+  for (uint64_t pc : pcs) {
+    std::vector<SymbolizedFrame> ours =
+        symbolizer->Symbolize(module, pc, AddressKind::kInstruction);
+    const std::vector<RefereeFrame>& theirs = referee[pc];
+    // Without DWARF (PLT stubs, padding) LLVM names the nearest preceding
+    // symbol whatever its size; we respect symbol sizes. Compare the rest.
+    // Padding after a function has a line in the line table but no function
+    // (LLVM prints "??" with the line); we report nothing there.
+    if (theirs.size() == 1 &&
+        (theirs[0].line == 0 || theirs[0].function.empty())) {
+      continue;
+    }
+    ++compared;
+    with_inlines += theirs.size() > 1;
+    bool same = ours.size() == theirs.size();
+    for (size_t i = 0; same && i < ours.size(); ++i) {
+      same = ours[i].line == theirs[i].line &&
+             SameFunction(ours[i].function, theirs[i].function);
+    }
+    if (!same && ++mismatches <= 5) {
+      std::string detail;
+      for (const RefereeFrame& frame : theirs) {
+        detail +=
+            "\n  llvm: " + frame.function + " :" + std::to_string(frame.line);
+      }
+      for (const SymbolizedFrame& frame : ours) {
+        detail +=
+            "\n  ours: " + frame.function + " :" + std::to_string(frame.line);
+      }
+      ADD_FAILURE() << "at 0x" << std::hex << pc << detail;
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << compared;
+  EXPECT_GT(compared, kAddresses / 3);
+  EXPECT_GT(with_inlines, kAddresses / 20) << "the sweep should hit inlining";
+}
+
+// A shared library loaded at a random address in this process, found by its
+// real path, with no DWARF (Debian's libc is stripped to .dynsym): the
+// exported symbol names the function.
+struct LoadedLibrary {
+  std::string path;
+  uint64_t load_bias = 0;
+};
+
+int FindLibc(struct dl_phdr_info* info, size_t, void* data) {
+  auto* library = static_cast<LoadedLibrary*>(data);
+  absl::string_view name = info->dlpi_name;
+  if (name.find("/libc.so.6") == absl::string_view::npos) return 0;
+  library->path = std::string(name);
+  library->load_bias = info->dlpi_addr;
+  return 1;
+}
+
+TEST_F(SymbolizerTest, ResolvesExportedFunctionOfALoadedSharedLibrary) {
+  LoadedLibrary libc;
+  dl_iterate_phdr(FindLibc, &libc);
+  ASSERT_FALSE(libc.path.empty());
+  void* handle = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(handle, nullptr);
+  // libc's own symbol, not a sanitizer interceptor.
+  auto address = reinterpret_cast<uint64_t>(dlsym(handle, "getpid"));
+  dlclose(handle);
+  ASSERT_NE(address, 0u);
+
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module;
+  module.path = fs::canonical(libc.path).string();
+  module.load_bias = libc.load_bias;
+  module.pid = static_cast<uint32_t>(getpid());
+  std::vector<SymbolizedFrame> frames =
+      symbolizer->Symbolize(module, address, AddressKind::kInstruction);
+  ASSERT_THAT(frames, SizeIs(::testing::Ge(1u)));
+  EXPECT_THAT(frames.back().function, HasSubstr("getpid"));
+}
+
+// A minimal debuginfod: serves GET /buildid/<id>/<kind> from a map of
+// paths to files, one connection at a time, and records what was asked.
+class FakeDebuginfod {
+ public:
+  // URL path ("/buildid/<id>/debuginfo") -> file to serve.
+  using Files = std::map<std::string, std::string>;
+
+  explicit FakeDebuginfod(Files files) : files_(std::move(files)) {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof(address);
+    if (bind(listener_, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+        listen(listener_, 8) != 0 ||
+        getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) !=
+            0) {
+      ADD_FAILURE() << "cannot listen on loopback: " << strerror(errno);
+      return;
+    }
+    url_ = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+    server_ = std::thread([this] { Serve(); });
+  }
+
+  FakeDebuginfod(const FakeDebuginfod&) = delete;
+  FakeDebuginfod& operator=(const FakeDebuginfod&) = delete;
+
+  ~FakeDebuginfod() {
+    shutdown(listener_, SHUT_RDWR);
+    if (server_.joinable()) server_.join();
+    close(listener_);
+  }
+
+  const std::string& url() const { return url_; }
+
+  std::vector<std::string> requests() {
+    absl::MutexLock lock(&mutex_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    for (;;) {
+      int connection = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (connection < 0) return;  // shut down
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = read(connection, buffer, sizeof(buffer));
+        if (n <= 0) break;
+        request.append(buffer, static_cast<size_t>(n));
+      }
+      std::istringstream line(request);
+      std::string method, path;
+      line >> method >> path;
+      {
+        absl::MutexLock lock(&mutex_);
+        requests_.push_back(method + " " + path);
+      }
+      auto file = files_.find(path);
+      std::string body =
+          file != files_.end() ? ReadFile(file->second) : std::string();
+      std::string head =
+          file != files_.end()
+              ? "HTTP/1.1 200 OK\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n"
+              : "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n";
+      head += "Connection: close\r\n\r\n";
+      if (method == "HEAD") body.clear();
+      std::string response = head + body;
+      for (size_t sent = 0; sent < response.size();) {
+        ssize_t n =
+            write(connection, response.data() + sent, response.size() - sent);
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+      }
+      close(connection);
+    }
+  }
+
+  const std::map<std::string, std::string> files_;
+  int listener_ = -1;
+  std::string url_;
+  std::thread server_;
+  absl::Mutex mutex_;
+  std::vector<std::string> requests_ ABSL_GUARDED_BY(mutex_);
+};
+
+class SymbolizerDebuginfodTest : public SymbolizerTest {
+ protected:
+  void UseServer(const FakeDebuginfod& server) {
+    setenv("DEBUGINFOD_URLS", server.url().c_str(), 1);
+    setenv("DEBUGINFOD_CACHE_PATH", (scratch_ / "debuginfod").c_str(), 1);
+    setenv("DEBUGINFOD_TIMEOUT", "10", 1);
+  }
+  std::string DebuginfoPath() const {
+    return "/buildid/" + build_id_ + "/debuginfo";
+  }
+};
+
+TEST_F(SymbolizerDebuginfodTest, FetchesDebugInfoForAStrippedBinary) {
+  FakeDebuginfod server(FakeDebuginfod::Files{
+      {DebuginfoPath(), DataPath("symbolizer_test_program.debug")}});
+  UseServer(server);
+  auto symbolizer = Symbolizer::Create({});
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module(DataPath("stripped/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->stats().debuginfod_fetches, 1u);
+  EXPECT_THAT(server.requests(), ::testing::Contains("GET " + DebuginfoPath()));
+}
+
+TEST_F(SymbolizerDebuginfodTest, FetchesAMissingBinary) {
+  // Nothing on disk: the executable comes from the server.
+  FakeDebuginfod server(
+      FakeDebuginfod::Files{{"/buildid/" + build_id_ + "/executable",
+                             DataPath("symbolizer_test_program")}});
+  UseServer(server);
+  auto symbolizer = Symbolizer::Create({});
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module("/nonexistent/ringprof/symbolizer_test_program"),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->stats().debuginfod_fetches, 1u);
+}
+
+TEST_F(SymbolizerDebuginfodTest, RejectsAServedFileWithAnotherBuildId) {
+  FakeDebuginfod server(
+      FakeDebuginfod::Files{{DebuginfoPath(), "/proc/self/exe"}});
+  UseServer(server);
+  auto symbolizer = Symbolizer::Create({});
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_EQ(symbolizer->stats().debuginfod_fetches, 0u);
+  EXPECT_GE(symbolizer->stats().build_id_mismatches, 1u);
+}
+
+TEST_F(SymbolizerDebuginfodTest, DisabledMeansNoRequests) {
+  FakeDebuginfod server(FakeDebuginfod::Files{
+      {DebuginfoPath(), DataPath("symbolizer_test_program.debug")}});
+  UseServer(server);
+  SymbolizerOptions options;
+  options.use_debuginfod = false;
+  auto symbolizer = Symbolizer::Create(options);
+  EXPECT_THAT(symbolizer->Symbolize(
+                  Module(DataPath("stripped/symbolizer_test_program")),
+                  facts_.outer_return_address, AddressKind::kReturnAddress),
+              IsEmpty());
+  EXPECT_THAT(server.requests(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace collector
+}  // namespace ringprof
