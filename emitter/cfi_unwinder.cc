@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "emitter/libc_features.h"
+
 namespace ringprof {
 namespace emitter {
 namespace {
@@ -186,7 +188,7 @@ class Reader {
 // search table. Returns nullptr when there is none (or an unusual layout).
 const uint8_t* FindFde(uint64_t pc) {
   dl_find_object object;
-  if (_dl_find_object(reinterpret_cast<void*>(pc), &object) != 0) {
+  if (FindObject(reinterpret_cast<void*>(pc), &object) != 0) {
     return nullptr;
   }
   const auto* hdr = static_cast<const uint8_t*>(object.dlfo_eh_frame);
@@ -488,11 +490,19 @@ void FlushUnwindRules() {
 }
 
 int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
-            int skip, bool* truncated, uint64_t stack_low,
-            uint64_t stack_high) {
+            int skip, bool* truncated, uint64_t stack_low, uint64_t stack_high,
+            CfiWalkStop* stop) {
   uint64_t pc = start.pc, rsp = start.rsp, rbp = start.rbp;
   int count = 0;
   *truncated = false;
+  bool crossed_signal_frame = false;
+  auto fail = [&] {
+    if (stop != nullptr) {
+      stop->frames_written = count;
+      stop->crossed_signal_frame = crossed_signal_frame;
+    }
+    return -1;
+  };
   // Every address this reads is checked against [rsp, stack_high).
   auto in_stack = [&](uint64_t address) {
     return address >= rsp && address + 8 <= stack_high &&
@@ -522,7 +532,7 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
       if (!in_stack(context + kGregs + 8 * REG_RBP) ||
           !in_stack(context + kGregs + 8 * REG_RSP) ||
           !in_stack(context + kGregs + 8 * REG_RIP)) {
-        return -1;
+        return fail();
       }
       uint64_t interrupted_rsp;
       memcpy(&interrupted_rsp,
@@ -532,26 +542,27 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
       memcpy(&pc, reinterpret_cast<const void*>(context + kGregs + 8 * REG_RIP),
              8);
       if (interrupted_rsp <= context || interrupted_rsp >= stack_high) {
-        return -1;
+        return fail();
       }
       rsp = interrupted_rsp;
       pc_is_return_address = false;
+      crossed_signal_frame = true;
       continue;
     }
-    if (rule.kind != Rule::kStep) return -1;
+    if (rule.kind != Rule::kStep) return fail();
     const uint64_t cfa = (rule.cfa_from_rbp ? rbp : rsp) + rule.cfa_offset;
-    if (cfa <= rsp || !in_stack(cfa - 8)) return -1;
+    if (cfa <= rsp || !in_stack(cfa - 8)) return fail();
     uint64_t next_pc;
     memcpy(&next_pc, reinterpret_cast<const void*>(cfa - 8), 8);
     if (rule.rbp_slot != 0) {
       const uint64_t slot = cfa - 8 * uint64_t{rule.rbp_slot};
-      if (!in_stack(slot)) return -1;
+      if (!in_stack(slot)) return fail();
       memcpy(&rbp, reinterpret_cast<const void*>(slot), 8);
     }
     rsp = cfa;
     pc = next_pc;
   }
-  return -1;
+  return fail();
 }
 
 }  // namespace emitter

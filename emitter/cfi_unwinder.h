@@ -18,7 +18,8 @@
 //    which walker ran (stack_capture_test compares the two).
 //  - Reads only: the caller's stack between the current frame and
 //    stack_high, and the .eh_frame_hdr/.eh_frame of objects that
-//    _dl_find_object reports loaded. Lock-free, allocation-free and
+//    FindObject (libc_features.h: _dl_find_object, or on older glibc the
+//    objects loaded at start) reports loaded. Lock-free, allocation-free and
 //    async-signal-safe; the rule cache is a fixed 32 KiB table of
 //    self-validating 64-bit words shared by all threads.
 #ifndef RINGPROF_EMITTER_CFI_UNWINDER_H_
@@ -38,10 +39,21 @@ struct UnwindStart {
   uint64_t rbp;
 };
 
+// Where a walk that returned -1 stopped.
+struct CfiWalkStop {
+  // Frames written before the step that failed (innermost first, correct).
+  int frames_written = 0;
+  // Whether the walk had stepped through a signal frame: the caller runs
+  // in a signal handler.
+  bool crossed_signal_frame = false;
+};
+
 // Walks from `start`, writing return addresses (start.pc first) to frames
-// after skipping `skip` of them. Returns the count, or -1 (see above).
+// after skipping `skip` of them. Returns the count, or -1 (see above; `stop`,
+// when given, then says where).
 int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
-            int skip, bool* truncated, uint64_t stack_low, uint64_t stack_high);
+            int skip, bool* truncated, uint64_t stack_low, uint64_t stack_high,
+            CfiWalkStop* stop = nullptr);
 
 // Forgets every cached rule: called when an object was unloaded, since
 // another one may be loaded at the same addresses. (Until then, the rules of

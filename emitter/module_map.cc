@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "emitter/cfi_unwinder.h"
+#include "emitter/libc_features.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
 #include "emitter/thread_state.h"
@@ -21,9 +22,11 @@ namespace {
 
 struct Module {
   bool used;
+  bool seen;  // by the current rescan (RescanLocked)
   ringfile::ModuleMap record;
   // What _dl_find_object reports for the segment while the object is
-  // loaded; a different answer means it was unloaded.
+  // loaded; a different answer means it was unloaded. Null without
+  // _dl_find_object (rescans notice unloads then).
   const void* link_map;
   const void* map_start;
   char path[kMaxModulePathSize];
@@ -40,6 +43,10 @@ std::atomic<uint64_t> g_range_end[kMaxModules];
 
 std::atomic<bool> g_locked{false};
 std::atomic<uint64_t> g_last_emit_ns{0};
+// Without _dl_find_object, an unknown frame triggers a rescan
+// (dl_iterate_phdr), at most once per kMinRescanIntervalNs. Under g_locked.
+constexpr uint64_t kMinRescanIntervalNs = 100'000'000;
+uint64_t g_last_rescan_ns = 0;
 
 bool TryLock() {
   bool expected = false;
@@ -144,6 +151,7 @@ void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
       } else if (module.record.start == record.start &&
                  module.record.size == record.size &&
                  module.record.load_bias == load_bias) {
+        g_modules[m].seen = true;
         known = true;
         break;
       }
@@ -164,11 +172,13 @@ void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
     }
     Module& module = g_modules[free_index];
     module.used = true;
+    module.seen = true;
     module.record = record;
     memcpy(module.path, path, path_size);
     dl_find_object found;
     const bool found_ok =
-        _dl_find_object(reinterpret_cast<void*>(record.start), &found) == 0;
+        HaveDlFindObject() &&
+        FindObject(reinterpret_cast<void*>(record.start), &found) == 0;
     module.link_map = found_ok ? found.dlfo_link_map : nullptr;
     module.map_start = found_ok ? found.dlfo_map_start : nullptr;
     g_range_end[free_index].store(0, std::memory_order_relaxed);
@@ -210,28 +220,57 @@ void AddFoundObjectLocked(const dl_find_object& found) {
   AddObjectLocked(path, map->l_addr, phdrs, ehdr->e_phnum);
 }
 
+// Records ModuleUnmap for entry m and frees it. Lock held.
+void DropLocked(int m) {
+  Module& module = g_modules[m];
+  g_range_end[m].store(0, std::memory_order_release);
+  module.used = false;
+  ringfile::ModuleUnmap unmap;
+  unmap.monotonic_ns = MonotonicNowNs();
+  unmap.start = module.record.start;
+  unmap.size = module.record.size;
+  AppendRecord(ringfile::RecordType::kModuleUnmap, &unmap, sizeof(unmap),
+               nullptr, 0);
+}
+
+// Without _dl_find_object: records the objects dl_iterate_phdr lists that
+// the table lacks and drops the entries it no longer lists. dl_iterate_phdr
+// takes the loader's (recursive) lock: only from an allocation's sampled
+// path or at start, never from a signal handler. Lock held.
+void RescanLocked() {
+  g_last_rescan_ns = MonotonicNowNs();
+  const int before = g_module_end.load(std::memory_order_relaxed);
+  for (int m = 0; m < before; ++m) g_modules[m].seen = false;
+  int index = 0;
+  dl_iterate_phdr(OnLoadedObject, &index);
+  bool dropped = false;
+  for (int m = 0; m < before; ++m) {
+    if (g_modules[m].used && !g_modules[m].seen) {
+      DropLocked(m);
+      dropped = true;
+    }
+  }
+  if (dropped) FlushUnwindRules();
+}
+
 // Drops (ModuleUnmap) entries whose object is gone. Lock held.
 void DropUnloadedLocked() {
+  if (!HaveDlFindObject()) {
+    RescanLocked();
+    return;
+  }
   bool dropped = false;
   const int end = g_module_end.load(std::memory_order_relaxed);
   for (int m = 0; m < end; ++m) {
     Module& module = g_modules[m];
     if (!module.used || module.link_map == nullptr) continue;
     dl_find_object found;
-    if (_dl_find_object(reinterpret_cast<void*>(module.record.start), &found) ==
-            0 &&
+    if (FindObject(reinterpret_cast<void*>(module.record.start), &found) == 0 &&
         found.dlfo_link_map == module.link_map &&
         found.dlfo_map_start == module.map_start) {
       continue;
     }
-    g_range_end[m].store(0, std::memory_order_release);
-    module.used = false;
-    ringfile::ModuleUnmap unmap;
-    unmap.monotonic_ns = MonotonicNowNs();
-    unmap.start = module.record.start;
-    unmap.size = module.record.size;
-    AppendRecord(ringfile::RecordType::kModuleUnmap, &unmap, sizeof(unmap),
-                 nullptr, 0);
+    DropLocked(m);
     dropped = true;
   }
   if (dropped) FlushUnwindRules();
@@ -262,9 +301,17 @@ void NoteStackModules(const uint64_t* frames, int frame_count) {
     const uint64_t pc = frames[i] - 1;
     if (KnownPc(pc, hint)) continue;
     if (!TryLock()) return;
+    if (!HaveDlFindObject()) {
+      // One rescan finds every new object (or none is there: JIT code).
+      if (MonotonicNowNs() - g_last_rescan_ns >= kMinRescanIntervalNs) {
+        RescanLocked();
+      }
+      Unlock();
+      return;
+    }
     dl_find_object found;
     if (!KnownPc(pc, hint) &&
-        _dl_find_object(reinterpret_cast<void*>(pc), &found) == 0) {
+        FindObject(reinterpret_cast<void*>(pc), &found) == 0) {
       AddFoundObjectLocked(found);
     }
     Unlock();

@@ -19,6 +19,11 @@
 //    a collector that started late or lost records in a lapped ring, and
 //    first drops (ModuleUnmap) entries whose object _dl_find_object no
 //    longer reports at that address (dlclose).
+//  - on glibc < 2.35 (no _dl_find_object, see libc_features.h), both
+//    lookups are a rescan with dl_iterate_phdr instead: on a frame in an
+//    unknown object (at most every 100 ms) and every kReemitIntervalNs.
+//    Sampled stacks come from allocations there, outside signal handlers,
+//    where the loader's recursive lock can be taken.
 //
 // Thread-safety: table updates serialise on an internal spin lock; the
 // sampled-path functions only try-lock it and give up when it is taken

@@ -1,6 +1,7 @@
 // The module map end to end inside one process: a session writing a real
 // ring file, a library loaded and unloaded at run time, and the records the
-// collector would see.
+// collector would see. Built twice: module_map_rescan_test defines
+// RINGPROF_WITHOUT_DL_FIND_OBJECT and runs as on glibc < 2.35 (rescans).
 #include "emitter/module_map.h"
 
 #include <dirent.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "emitter/libc_features.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
 #include "gtest/gtest.h"
@@ -46,6 +48,9 @@ TEST(ModuleMapTest, LoadedObjectsAreRecordedAndUnloadsNoticed) {
   const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/modules";
   setenv("RINGPROF_DIR", dir.c_str(), 1);
   setenv("RINGPROF_CPU_HZ", "0", 1);
+#ifdef RINGPROF_WITHOUT_DL_FIND_OBJECT
+  UseDlFindObjectForTest(false);
+#endif
   StartSession();
   ASSERT_TRUE(Enabled());
 
@@ -53,6 +58,13 @@ TEST(ModuleMapTest, LoadedObjectsAreRecordedAndUnloadsNoticed) {
   ASSERT_NE(library, nullptr) << dlerror();
   void* function = dlsym(library, "PayloadAllocate");
   ASSERT_NE(function, nullptr);
+  dl_find_object found;
+#ifdef RINGPROF_WITHOUT_DL_FIND_OBJECT
+  // Loaded after start: unknown to FindObject, found by a rescan.
+  EXPECT_NE(FindObject(function, &found), 0);
+#else
+  EXPECT_EQ(FindObject(function, &found), 0);
+#endif
   // A stack with a frame in the new library: it gets recorded.
   const uint64_t frames[] = {reinterpret_cast<uintptr_t>(function) + 1};
   NoteStackModules(frames, 1);

@@ -21,6 +21,7 @@
 
 #include "emitter/config.h"
 #include "emitter/free_tracker.h"
+#include "emitter/libc_features.h"
 #include "emitter/module_map.h"
 #include "emitter/session.h"
 #include "emitter/thread_state.h"
@@ -197,7 +198,7 @@ int CreateRingFile(RingWriter* writer) {
 void ReportCreateFailure(int error) {
   // strerrorname_np: a static string, no locale, no allocation (this may run
   // inside malloc or a signal handler in a fork child).
-  const char* name = strerrorname_np(error);
+  const char* name = ErrnoName(error);
   PathBuilder line;
   line.Add("ringprof: cannot create a ring file in ")
       .Add(g_config.dir)
@@ -326,6 +327,7 @@ void StartSession() {
   ReadExecutablePath();
   LoadConfig(LookupEnv, ReportToStderr, g_executable, &g_config);
   if (g_config.disabled) return;
+  ReportMissingLibcFeatures();
   ConfigureSampler();
   RecordMainThreadStack();
   // Runs the unwinder once outside malloc so anything it sets up lazily is

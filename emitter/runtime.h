@@ -32,10 +32,10 @@ uint64_t MonotonicNowNs();
 // Captures the calling thread's return addresses, innermost first, skipping
 // `skip` innermost frames of the emitter itself (CaptureStack's own frame is
 // never included: skip = 0 makes its caller frames[0]). Works through code
-// built without frame pointers (DWARF CFI via libgcc's unwinder, which on glibc
-// >= 2.35 finds objects with _dl_find_object: no loader lock). Never reads
-// outside the thread's stack; also usable from a signal handler, where it
-// unwinds through the signal frame into the interrupted code.
+// built without frame pointers (DWARF CFI; see stack_capture.cc for the two
+// walkers and what glibc < 2.35 costs). Never reads outside the thread's
+// stack; also usable from a signal handler, where it unwinds through the
+// signal frame into the interrupted code.
 // Returns the number of frames written; *truncated is set when the stack
 // was deeper than max_frames.
 int CaptureStack(uint64_t* frames, int max_frames, int skip, bool* truncated);

@@ -1,14 +1,18 @@
 // CaptureStack (runtime.h): the cached CFI walker (cfi_unwinder.h) when it
-// can, libgcc's DWARF unwinder for everything else.
+// can, libgcc's DWARF unwinder for everything else. libgcc is opened at run
+// time (libc_features.h). Where it is missing, or where it may not run
+// (inside a signal handler when it locates objects with dl_iterate_phdr,
+// i.e. on glibc < 2.35), the stack is what the CFI walker got before it
+// gave up, flagged truncated.
 //
 // Why DWARF at all: Debian builds libc and libstdc++ without frame
 // pointers, so a frame-pointer walk stops at the first libc/libstdc++ frame.
 // The unwinder follows .eh_frame CFI instead, which every x86-64 object has.
-// It locates each PC's object with _dl_find_object (libgcc_s from GCC 12 on
-// glibc >= 2.35 imports it; check with `objdump -T libgcc_s.so.1`), which is
-// lock-free and async-signal-safe: no loader lock, no dl_iterate_phdr, no
-// allocation. (Objects registered with __register_frame, i.e. JITs, are the
-// exception: libgcc looks them up under a mutex first.)
+// On glibc >= 2.35 it locates each PC's object with _dl_find_object
+// (libgcc_s from GCC 12 imports it; check with `objdump -T libgcc_s.so.1`),
+// which is lock-free and async-signal-safe: no loader lock, no
+// dl_iterate_phdr, no allocation. (Objects registered with __register_frame,
+// i.e. JITs, are the exception: libgcc looks them up under a mutex first.)
 //
 // Bounds: the unwinder reads saved registers only at CFA-relative addresses
 // that the CFI of the PC's own object describes. As a second line of defence
@@ -22,6 +26,7 @@
 #include <cstdint>
 
 #include "emitter/cfi_unwinder.h"
+#include "emitter/libc_features.h"
 #include "emitter/runtime.h"
 #include "emitter/thread_state.h"
 
@@ -43,7 +48,7 @@ struct CaptureState {
 _Unwind_Reason_Code OnFrame(struct _Unwind_Context* context, void* arg) {
   CaptureState& state = *static_cast<CaptureState*>(arg);
   if (state.stack_high != 0) {
-    const uintptr_t cfa = _Unwind_GetCFA(context);
+    const uintptr_t cfa = Libgcc().get_cfa(context);
     const bool inside = cfa >= state.stack_low && cfa <= state.stack_high;
     if (inside) {
       state.on_thread_stack = true;
@@ -55,7 +60,7 @@ _Unwind_Reason_Code OnFrame(struct _Unwind_Context* context, void* arg) {
     --state.to_skip;
     return _URC_NO_REASON;
   }
-  const uintptr_t pc = _Unwind_GetIP(context);
+  const uintptr_t pc = Libgcc().get_ip(context);
   if (pc == 0) return _URC_END_OF_STACK;
   if (state.count == state.max_frames) {
     state.truncated = true;
@@ -70,6 +75,11 @@ _Unwind_Reason_Code OnFrame(struct _Unwind_Context* context, void* arg) {
 __attribute__((noinline)) int CaptureStackWithLibgcc(uint64_t* frames,
                                                      int max_frames, int skip,
                                                      bool* truncated) {
+  const LibgccUnwinder& libgcc = Libgcc();
+  if (libgcc.backtrace == nullptr) {
+    *truncated = false;
+    return 0;
+  }
   CaptureState state;
   state.frames = frames;
   state.max_frames = max_frames;
@@ -80,7 +90,7 @@ __attribute__((noinline)) int CaptureStackWithLibgcc(uint64_t* frames,
   state.on_thread_stack = false;
   state.stack_low = tls_thread_state.stack_low;
   state.stack_high = tls_thread_state.stack_high;
-  _Unwind_Backtrace(OnFrame, &state);
+  libgcc.backtrace(OnFrame, &state);
   *truncated = state.truncated;
   return state.count;
 }
@@ -98,9 +108,15 @@ __attribute__((noinline)) int CaptureStack(uint64_t* frames, int max_frames,
     start.pc = fp[1];
     start.rsp = reinterpret_cast<uintptr_t>(fp + 2);
     start.rbp = fp[0];
+    CfiWalkStop stop;
     const int count = CfiWalk(start, frames, max_frames, skip, truncated,
-                              thread.stack_low, thread.stack_high);
+                              thread.stack_low, thread.stack_high, &stop);
     if (count >= 0) return count;
+    if (Libgcc().backtrace == nullptr ||
+        (stop.crossed_signal_frame && !LibgccIsSignalSafe())) {
+      *truncated = true;
+      return stop.frames_written;
+    }
   }
   // skip + 1: CaptureStack's own frame. Not a tail call (that would remove
   // this frame from the stack and shift the skip by one).

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "emitter/cfi_unwinder.h"
+#include "emitter/libc_features.h"
 #include "emitter/runtime.h"
 #include "emitter/thread_state.h"
 #include "gtest/gtest.h"
@@ -265,6 +266,55 @@ TEST(CfiWalkerTest, CachedRulesGiveTheSameAnswer) {
   RingprofTestBoth(&second);  // now from the rule cache
   ExpectSameStacks(second);
   ASSERT_EQ(first.fast.count, second.fast.count);
+}
+
+// As on glibc < 2.35: objects come from the table of those loaded at start
+// (this binary, libc, libstdc++, the vDSO), not from _dl_find_object.
+class WithoutDlFindObjectTest : public ::testing::Test {
+ protected:
+  void SetUp() override { UseDlFindObjectForTest(false); }
+  void TearDown() override { UseDlFindObjectForTest(true); }
+};
+
+TEST_F(WithoutDlFindObjectTest, SameStackAsLibgccThroughLibc) {
+  ASSERT_FALSE(HaveDlFindObject());
+  ThreadStackBounds bounds;
+  int values[64];
+  for (int i = 0; i < 64; ++i) values[i] = (i * 37) % 64;
+  g_from_qsort = BothWalkers();
+  qsort(values, 64, sizeof(int), CompareAndCapture);
+  ASSERT_GT(g_from_qsort.fast.count, 3);
+  ExpectSameStacks(g_from_qsort);
+}
+
+TEST_F(WithoutDlFindObjectTest, SameStackAsLibgccThroughASignalFrame) {
+  ThreadStackBounds bounds;
+  struct sigaction action = {};
+  action.sa_handler = CaptureBothInHandler;
+  struct sigaction old;
+  ASSERT_EQ(sigaction(SIGUSR2, &action, &old), 0);
+  g_from_handler = BothWalkers();
+  RingprofTestRaise2();
+  sigaction(SIGUSR2, &old, nullptr);
+  ExpectSameStacks(g_from_handler);
+}
+
+TEST_F(WithoutDlFindObjectTest, FindObjectDescribesObjectsLoadedAtStart) {
+  dl_find_object found;
+  ASSERT_EQ(FindObject(reinterpret_cast<void*>(&qsort), &found), 0);
+  EXPECT_NE(found.dlfo_eh_frame, nullptr);
+  EXPECT_LE(found.dlfo_map_start, reinterpret_cast<void*>(&qsort));
+  EXPECT_GT(found.dlfo_map_end, reinterpret_cast<void*>(&qsort));
+  // The same answer as glibc's.
+  dl_find_object real;
+  UseDlFindObjectForTest(true);
+  ASSERT_EQ(FindObject(reinterpret_cast<void*>(&qsort), &real), 0);
+  EXPECT_EQ(found.dlfo_eh_frame, real.dlfo_eh_frame);
+  EXPECT_EQ(found.dlfo_map_start, real.dlfo_map_start);
+  int on_stack;
+  EXPECT_NE(FindObject(&on_stack, &real), 0);
+  UseDlFindObjectForTest(false);
+  EXPECT_NE(FindObject(&on_stack, &found), 0);
 }
 
 TEST(RuntimeTest, DisabledUntilASessionStarts) {

@@ -1,0 +1,167 @@
+#include "emitter/libc_features.h"
+
+#include <dlfcn.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "emitter/cfi_unwinder.h"
+#include "emitter/config.h"
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+using DlFindObjectFn = int (*)(void*, dl_find_object*);
+using StrerrorNameFn = const char* (*)(int);
+
+DlFindObjectFn g_resolved_dl_find_object = nullptr;
+DlFindObjectFn g_dl_find_object = nullptr;  // null: not used
+StrerrorNameFn g_strerrorname_np = nullptr;
+LibgccUnwinder g_libgcc = {};
+
+// Without _dl_find_object: the objects loaded before the emitter started,
+// whole mapped span and .eh_frame_hdr. Filled once at load, before any
+// reader exists (tests: before the count is published).
+struct StartupObject {
+  uintptr_t map_start;
+  uintptr_t map_end;
+  const void* eh_frame_hdr;
+};
+constexpr int kMaxStartupObjects = 256;
+StartupObject g_startup_objects[kMaxStartupObjects];
+std::atomic<int> g_startup_object_count{0};
+
+int OnStartupObject(struct dl_phdr_info* info, size_t, void* data) {
+  int& count = *static_cast<int*>(data);
+  if (count == kMaxStartupObjects) return 1;
+  uintptr_t low = ~uintptr_t{0}, high = 0;
+  const void* eh_frame_hdr = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
+    const uintptr_t start = info->dlpi_addr + phdr.p_vaddr;
+    if (phdr.p_type == PT_LOAD) {
+      if (start < low) low = start;
+      if (start + phdr.p_memsz > high) high = start + phdr.p_memsz;
+    } else if (phdr.p_type == PT_GNU_EH_FRAME) {
+      eh_frame_hdr = reinterpret_cast<const void*>(start);
+    }
+  }
+  if (high == 0) return 0;
+  g_startup_objects[count++] = {low, high, eh_frame_hdr};
+  return 0;
+}
+
+void RecordStartupObjects() {
+  int count = 0;
+  dl_iterate_phdr(OnStartupObject, &count);
+  g_startup_object_count.store(count, std::memory_order_release);
+}
+
+int FindStartupObject(const void* address, dl_find_object* result) {
+  const uintptr_t pc = reinterpret_cast<uintptr_t>(address);
+  const int count = g_startup_object_count.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) {
+    const StartupObject& object = g_startup_objects[i];
+    if (pc < object.map_start || pc >= object.map_end) continue;
+    memset(result, 0, sizeof(*result));
+    result->dlfo_map_start = reinterpret_cast<void*>(object.map_start);
+    result->dlfo_map_end = reinterpret_cast<void*>(object.map_end);
+    result->dlfo_eh_frame = const_cast<void*>(object.eh_frame_hdr);
+    return 0;
+  }
+  return -1;
+}
+
+void OpenLibgcc() {
+  // Usually loaded already (C++ programs link it); otherwise this is the
+  // one object the emitter adds to the process.
+  void* handle = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return;
+  LibgccUnwinder found;
+  found.backtrace = reinterpret_cast<decltype(found.backtrace)>(
+      dlsym(handle, "_Unwind_Backtrace"));
+  found.get_ip =
+      reinterpret_cast<decltype(found.get_ip)>(dlsym(handle, "_Unwind_GetIP"));
+  found.get_cfa = reinterpret_cast<decltype(found.get_cfa)>(
+      dlsym(handle, "_Unwind_GetCFA"));
+  if (found.backtrace != nullptr && found.get_ip != nullptr &&
+      found.get_cfa != nullptr) {
+    g_libgcc = found;
+  }
+}
+
+// Before the session starts (priority 101 runs before the default-priority
+// constructor in lifecycle.cc): allocations made here are forwarded, never
+// sampled.
+__attribute__((constructor(101))) void ResolveLibcFeatures() {
+  g_resolved_dl_find_object = reinterpret_cast<DlFindObjectFn>(
+      dlvsym(RTLD_DEFAULT, "_dl_find_object", "GLIBC_2.35"));
+  g_dl_find_object = g_resolved_dl_find_object;
+  g_strerrorname_np = reinterpret_cast<StrerrorNameFn>(
+      dlvsym(RTLD_DEFAULT, "strerrorname_np", "GLIBC_2.32"));
+  OpenLibgcc();
+  if (g_dl_find_object == nullptr) RecordStartupObjects();
+}
+
+class Line {
+ public:
+  Line& Add(const char* s) {
+    const size_t n = strnlen(s, sizeof(buf_) - 1 - size_);
+    memcpy(buf_ + size_, s, n);
+    size_ += n;
+    buf_[size_] = '\0';
+    return *this;
+  }
+  const char* c_str() const { return buf_; }
+
+ private:
+  char buf_[512] = {};
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+int FindObject(const void* address, dl_find_object* result) {
+  const DlFindObjectFn find = g_dl_find_object;
+  if (find != nullptr) return find(const_cast<void*>(address), result);
+  return FindStartupObject(address, result);
+}
+
+bool HaveDlFindObject() { return g_dl_find_object != nullptr; }
+
+const char* ErrnoName(int error) {
+  return g_strerrorname_np != nullptr ? g_strerrorname_np(error) : nullptr;
+}
+
+const LibgccUnwinder& Libgcc() { return g_libgcc; }
+
+bool LibgccIsSignalSafe() { return HaveDlFindObject(); }
+
+void ReportMissingLibcFeatures() {
+  if (!HaveDlFindObject()) {
+    Line line;
+    line.Add("ringprof: glibc ")
+        .Add(gnu_get_libc_version())
+        .Add(
+            " has no _dl_find_object (2.35): CPU-sample stacks stop at the "
+            "first frame in a library loaded after start\n");
+    ReportToStderr(line.c_str());
+  }
+  if (g_libgcc.backtrace == nullptr) {
+    ReportToStderr(
+        "ringprof: libgcc_s.so.1 not found: stacks through code the built-in "
+        "unwinder cannot follow are cut short\n");
+  }
+}
+
+void UseDlFindObjectForTest(bool use) {
+  g_dl_find_object = use ? g_resolved_dl_find_object : nullptr;
+  if (!use) RecordStartupObjects();
+  FlushUnwindRules();  // rules computed in the other mode
+}
+
+}  // namespace emitter
+}  // namespace ringprof

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# libringprof.so must load on every glibc >= 2.17: it may import no symbol
+# version newer than GLIBC_2.17 and need no library beyond glibc's own
+# (libc, libdl, libpthread, libm, the dynamic loader). Checks the built
+# library, and that the check rejects a library that breaks both rules
+# (this machine's libstdc++).
+#
+# Usage: glibc_versions_test.sh LIBRARY
+set -euo pipefail
+
+lib=${1:?libringprof.so}
+max_glibc=2.17
+allowed_needed="libc.so.6 libdl.so.2 libpthread.so.0 libm.so.6 ld-linux-x86-64.so.2"
+
+# Prints one line per violation; returns 1 if there is any.
+violations() {
+  local file=$1 bad=0
+  # Version needs: "Name: GLIBC_2.34  Flags: ..." under .gnu.version_r.
+  while read -r version; do
+    if [[ ${version} != GLIBC_* ]]; then
+      echo "imports version ${version} (not glibc's)"
+      bad=1
+      continue
+    fi
+    local number=${version#GLIBC_}
+    if [[ $(printf '%s\n%s\n' "${number}" "${max_glibc}" | sort -V | tail -1) != "${max_glibc}" ]]; then
+      local symbols
+      symbols=$(objdump -T "${file}" | awk -v v="(${version})" '$0 ~ /\*UND\*/ && index($0, v) {print $NF}' | tr '\n' ' ')
+      echo "imports ${version} > GLIBC_${max_glibc}: ${symbols}"
+      bad=1
+    fi
+  done < <(readelf -W --version-info "${file}" |
+    sed -n '/\.gnu\.version_r/,$p' | grep -o 'Name: [^ ]*' | awk '{print $2}' | sort -u)
+  while read -r needed; do
+    if [[ " ${allowed_needed} " != *" ${needed} "* ]]; then
+      echo "needs ${needed} (only ${allowed_needed})"
+      bad=1
+    fi
+  done < <(readelf -W -d "${file}" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  return "${bad}"
+}
+
+status=0
+echo "== ${lib}"
+if out=$(violations "${lib}"); then
+  echo "PASS: no version above GLIBC_${max_glibc}, needs only: $(readelf -W -d "${lib}" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+else
+  echo "FAIL:"
+  echo "${out}"
+  status=1
+fi
+
+# The check itself: libstdc++ imports GLIBC_2.3x and needs libgcc_s.
+control=$(g++ -print-file-name=libstdc++.so.6)
+control=$(readlink -f "${control}")
+echo "== control ${control}"
+if out=$(violations "${control}"); then
+  echo "FAIL: the check accepts ${control}"
+  status=1
+else
+  echo "PASS: the check rejects it:"
+  echo "${out}" | cut -c1-200
+fi
+exit "${status}"
