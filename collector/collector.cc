@@ -11,7 +11,9 @@ Collector::Collector(const CollectorOptions& options, Symbolizer* symbolizer,
     : options_(options),
       symbolizer_(symbolizer),
       sink_(sink),
-      queue_(options.max_queued_records) {}
+      queue_(options.max_queued_records) {
+  budget_.limit_bytes = options.max_memory_bytes;
+}
 
 Collector::~Collector() { Stop(); }
 
@@ -72,7 +74,7 @@ void Collector::ProcessLoop() {
 void Collector::Handle(DrainedBatch& batch) {
   if (batch.kind == DrainedBatch::Kind::kOpened) {
     processes_[batch.process] = std::make_unique<ProcessProfiler>(
-        *batch.info, options_.profiler, symbolizer_, sink_);
+        *batch.info, options_.profiler, symbolizer_, sink_, &budget_);
     return;
   }
   auto it = processes_.find(batch.process);

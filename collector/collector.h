@@ -38,6 +38,8 @@ struct CollectorOptions {
   ProcessProfilerOptions profiler;
   // Records queued between the threads before the drainer pauses.
   size_t max_queued_records = 256 * 1024;
+  // Shared budget of every ProcessProfiler (MemoryBudget).
+  uint64_t max_memory_bytes = uint64_t{1} << 30;
 };
 
 // Totals over the processes that ended (for the final report).
@@ -81,6 +83,7 @@ class Collector {
   bool started_ = false;
 
   // Processing thread only.
+  MemoryBudget budget_;
   std::map<uint32_t, std::unique_ptr<ProcessProfiler>> processes_;
   mutable std::mutex summary_mu_;  // std: see BatchQueue on TSan
   CollectorSummary summary_;       // guarded by summary_mu_

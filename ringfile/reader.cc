@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "boost/interprocess/mapped_region.hpp"
+#include "ringfile/guarded_memory.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the ring file format is little-endian");
@@ -134,6 +135,42 @@ uint64_t LoadWord(const uint64_t* word) {
   return __atomic_load_n(word, __ATOMIC_RELAXED);
 }
 
+// One slot's seqlock copy, run under GuardedCall: a truncation of the file
+// turns the loads into a SIGBUS that GuardedCall reports as a failure.
+struct SlotCopy {
+  const uint8_t* slot;
+  uint64_t committed;  // the sequence of the record we want
+  uint32_t max_payload;
+  uint64_t* buffer;
+  uint64_t before = 0;  // sequence before the copy
+  uint64_t after = 0;   // and after (valid when before == committed)
+  uint64_t type_and_size = 0;
+};
+
+void CopySlot(void* p) {
+  SlotCopy& c = *static_cast<SlotCopy*>(p);
+  const auto* header = reinterpret_cast<const SlotHeader*>(c.slot);
+  const auto* words = reinterpret_cast<const uint64_t*>(c.slot + 8);
+  c.before = header->sequence.load(std::memory_order_acquire);
+  if (c.before != c.committed) return;
+  c.type_and_size = LoadWord(&words[0]);
+  const uint32_t payload_size = static_cast<uint32_t>(c.type_and_size >> 32);
+  if (payload_size <= c.max_payload) {
+    const size_t word_count = (payload_size + 7) / 8;
+    for (size_t w = 0; w < word_count; ++w) {
+      c.buffer[w] = LoadWord(&words[1 + w]);
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  c.after = header->sequence.load(std::memory_order_relaxed);
+}
+
+absl::Status TruncatedUnderUs() {
+  return absl::DataLossError(
+      "ring file truncated while being read (SIGBUS caught); the file is "
+      "abandoned");
+}
+
 // Per-ring reader state.
 struct RingCursor {
   uint64_t position = 0;      // next record index to read
@@ -213,8 +250,13 @@ absl::Status MappedRingReader::Poll(const PollOptions& options,
 
   // Read the flag before the cursors: if the process had ended by now, every
   // record it appended is behind the next_index values loaded below.
-  const bool ended =
-      (header().flags.load(std::memory_order_acquire) & kFlagProcessEnded) != 0;
+  uint32_t flags = 0;
+  if (!GuardedLoadAcquire(reinterpret_cast<const uint32_t*>(&header().flags),
+                          &flags)) {
+    broken_ = true;
+    return TruncatedUnderUs();
+  }
+  const bool ended = (flags & kFlagProcessEnded) != 0;
   const uint64_t now_ns =
       options.now_ns != 0 ? options.now_ns : MonotonicNowNs();
   uint32_t budget = options.max_records;
@@ -242,7 +284,11 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
                                          PollStats& stats) {
   RingCursor& cursor = cursors_[ring];
   const RingControl& ctl = control(ring);
-  const uint64_t dropped = ctl.dropped.load(std::memory_order_relaxed);
+  uint64_t dropped = 0;
+  if (!GuardedLoadAcquire(reinterpret_cast<const uint64_t*>(&ctl.dropped),
+                          &dropped)) {
+    return TruncatedUnderUs();
+  }
   if (dropped < cursor.dropped_seen) {
     return absl::DataLossError(
         absl::StrFormat("ring %u: dropped counter went backwards (%u < %u)",
@@ -256,7 +302,10 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
   // reused): count them lost and jump.
   uint64_t next_index = 0;
   auto load_next_index = [&]() -> absl::Status {
-    next_index = ctl.next_index.load(std::memory_order_acquire);
+    if (!GuardedLoadAcquire(reinterpret_cast<const uint64_t*>(&ctl.next_index),
+                            &next_index)) {
+      return TruncatedUnderUs();
+    }
     if (next_index > kMaxRecordIndex) {
       return absl::DataLossError(absl::StrFormat(
           "ring %u: next_index %u is impossibly large", ring, next_index));
@@ -282,12 +331,13 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
   uint64_t slots_left = 2 * uint64_t{info_.slots_per_ring};
   while (cursor.position < next_index && budget > 0 && slots_left-- > 0) {
     const uint64_t index = cursor.position;
-    const uint8_t* slot_base = slot(ring, index);
-    const auto* header = reinterpret_cast<const SlotHeader*>(slot_base);
-    const auto* words = reinterpret_cast<const uint64_t*>(slot_base + 8);
     const uint64_t committed = kCommittedSequence(index);
-
-    const uint64_t before = header->sequence.load(std::memory_order_acquire);
+    // Seqlock copy: read the sequence, copy, fence, re-read the sequence.
+    SlotCopy copy{slot(ring, index), committed, max_payload, buffer_.data()};
+    if (!GuardedCall(copy.slot, info_.slot_size, CopySlot, &copy)) {
+      return TruncatedUnderUs();
+    }
+    const uint64_t before = copy.before;
     if (before > committed) {
       // A later lap took the slot: this record was overwritten, or its
       // writer gave up because the later lap got there first. The writers
@@ -321,21 +371,12 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
     }
     cursor.stalling = false;
 
-    // Seqlock copy: read, fence, re-check the sequence.
-    const uint64_t type_and_size = LoadWord(&words[0]);
-    const uint32_t type = static_cast<uint32_t>(type_and_size);
-    const uint32_t payload_size = static_cast<uint32_t>(type_and_size >> 32);
+    const uint32_t type = static_cast<uint32_t>(copy.type_and_size);
+    const uint32_t payload_size =
+        static_cast<uint32_t>(copy.type_and_size >> 32);
     const bool size_ok = payload_size <= max_payload;
-    if (size_ok) {
-      const size_t word_count = (payload_size + 7) / 8;
-      for (size_t w = 0; w < word_count; ++w) {
-        buffer_[w] = LoadWord(&words[1 + w]);
-      }
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    const uint64_t after = header->sequence.load(std::memory_order_relaxed);
     ++cursor.position;
-    if (after != before) {
+    if (copy.after != before) {
       ++stats.lost;  // torn: overwritten while we copied
       continue;
     }
@@ -598,10 +639,22 @@ absl::StatusOr<std::unique_ptr<RingReader>> RingReader::Open(
   {
     absl::StatusOr<bip::mapped_region> page = MapReadOnly(fd, kHeaderSize);
     if (!page.ok()) return fail(page.status());
-    const auto* mapped = static_cast<const FileHeader*>(page->get_address());
-    const bool ready =
-        mapped->ready.load(std::memory_order_acquire) == kReadyMagic;
-    // Copy field by field after the acquire: the struct holds atomics.
+    const auto* page_header =
+        static_cast<const FileHeader*>(page->get_address());
+    // The ready word first (acquire), then a copy of the page; both guarded
+    // against a truncation racing this open.
+    uint32_t ready_word = 0;
+    alignas(FileHeader) uint8_t raw[kHeaderSize];
+    if (!GuardedLoadAcquire(
+            reinterpret_cast<const uint32_t*>(&page_header->ready),
+            &ready_word) ||
+        !GuardedCopy(raw, page_header, kHeaderSize)) {
+      return fail(absl::DataLossError(
+          absl::StrCat(path, ": truncated while its header was read")));
+    }
+    const auto* mapped = reinterpret_cast<const FileHeader*>(raw);
+    const bool ready = ready_word == kReadyMagic;
+    // Copy field by field: the struct holds atomics.
     memcpy(header.magic, mapped->magic, sizeof(header.magic));
     if (!ready) {
       static constexpr char kZeros[8] = {};

@@ -59,6 +59,18 @@ ABSL_FLAG(std::string, proc_root, "/proc",
           "<proc-root>/<pid>/root/ first).");
 ABSL_FLAG(int64_t, max_queued_records, 256 * 1024,
           "Records buffered between the drain and processing threads.");
+ABSL_FLAG(int64_t, max_memory_mib, 1024,
+          "Budget of all processes' interned stacks, locations and window "
+          "aggregates (an estimate); beyond it, samples with new stacks "
+          "count under a '[truncated]' stack.");
+ABSL_FLAG(int64_t, max_memory_per_process_mib, 128,
+          "The same budget for one process.");
+ABSL_FLAG(absl::Duration, max_future, absl::Minutes(1),
+          "Samples stamped further ahead of the collector's clock are "
+          "dropped and counted.");
+ABSL_FLAG(absl::Duration, max_past, absl::Hours(1),
+          "Samples stamped further behind the collector's clock are "
+          "dropped and counted.");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(3),
           "`run`: after the command exits, how long to wait for its (and its "
           "children's) rings to end.");
@@ -157,6 +169,25 @@ absl::StatusOr<CollectorOptions> CollectorOptionsFromFlags() {
     return absl::InvalidArgumentError("--max-queued-records must be >= 1024");
   }
   options.max_queued_records = static_cast<size_t>(queued);
+  const int64_t total_mib = absl::GetFlag(FLAGS_max_memory_mib);
+  const int64_t process_mib = absl::GetFlag(FLAGS_max_memory_per_process_mib);
+  if (total_mib < 1 || process_mib < 1 || process_mib > total_mib ||
+      total_mib > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(
+        "--max-memory-mib and --max-memory-per-process-mib must be >= 1, "
+        "the second at most the first");
+  }
+  options.max_memory_bytes = static_cast<uint64_t>(total_mib) << 20;
+  options.profiler.max_memory_bytes = static_cast<uint64_t>(process_mib) << 20;
+  const absl::Duration future = absl::GetFlag(FLAGS_max_future);
+  const absl::Duration past = absl::GetFlag(FLAGS_max_past);
+  if (future < absl::Seconds(1) || past < window || future > absl::Hours(24) ||
+      past > absl::Hours(24 * 7)) {
+    return absl::InvalidArgumentError(
+        "--max-future must be in [1s, 24h], --max-past in [--window, 7d]");
+  }
+  options.profiler.max_future_ns = absl::ToInt64Nanoseconds(future);
+  options.profiler.max_past_ns = absl::ToInt64Nanoseconds(past);
   return options;
 }
 

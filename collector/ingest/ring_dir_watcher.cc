@@ -68,7 +68,9 @@ std::vector<std::string> RingDirWatcher::Scan() {
   if (d == nullptr) return found;
   while (dirent* entry = ::readdir(d)) {
     const char* name = entry->d_name;
-    if (name[0] == '.' || !absl::EndsWith(name, ".ring")) continue;
+    // Hidden names count: the emitter names files after the service, and a
+    // service (or executable) may start with a dot.
+    if (!absl::EndsWith(name, ".ring") || std::strlen(name) <= 5) continue;
     if (entry->d_type != DT_REG && entry->d_type != DT_UNKNOWN) continue;
     std::string path = absl::StrCat(dir_, "/", name);
     if (known_.insert(path).second) found.push_back(std::move(path));

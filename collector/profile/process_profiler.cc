@@ -6,6 +6,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "collector/base/log.h"
 #include "collector/base/metrics.h"
 
 namespace ringprof {
@@ -57,6 +58,37 @@ Counter& EmitterLost() {
       "Samples the emitters reported they could not record.");
   return c;
 }
+Counter& OutOfRange() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_records_out_of_range_total",
+      "Samples dropped because their timestamp lies further ahead of or "
+      "behind the collector's clock than --max-future / --max-past.");
+  return c;
+}
+Counter& BudgetFolded() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_budget_folded_total",
+      "Samples and ticks counted under a '[truncated]' stack because a "
+      "process (or the collector) reached its memory budget.");
+  return c;
+}
+Gauge& MemoryInUse() {
+  static Gauge& g = Metrics::Get().GetGauge(
+      "ringprof_profiler_memory_bytes",
+      "Estimated bytes of interned stacks, locations and window aggregates "
+      "held for all processes (bounded by --max-memory-mib).");
+  return g;
+}
+
+// Estimated costs charged to the memory budgets.
+constexpr uint64_t kStackBytes = 96;        // Stack, index entry
+constexpr uint64_t kFrameBytes = 24;        // per frame: key + location id
+constexpr uint64_t kLocationBytes = 128;    // Location, index entry
+constexpr uint64_t kAggregateBytes = 48;    // one stack in one window map
+constexpr uint64_t kSymbolFrameBytes = 96;  // per symbolized frame + text
+
+int64_t NowUnixNs() { return absl::ToUnixNanos(absl::Now()); }
+
 Counter& LateSamples() {
   static Counter& c = Metrics::Get().GetCounter(
       "ringprof_late_samples_total",
@@ -78,13 +110,63 @@ bool ProcessProfiler::SpanEq::operator()(absl::Span<const uint64_t> a,
 
 ProcessProfiler::ProcessProfiler(const ringfile::FileInfo& info,
                                  const ProcessProfilerOptions& options,
-                                 Symbolizer* symbolizer, ProfileSink* sink)
+                                 Symbolizer* symbolizer, ProfileSink* sink,
+                                 MemoryBudget* budget)
     : info_(info),
       options_(options),
       symbolizer_(symbolizer),
       sink_(sink),
       picker_(TickPicker::Options{options.tick_ns, options.max_distance_ns,
-                                  options.idle_frame}) {}
+                                  options.idle_frame}),
+      budget_(budget) {}
+
+ProcessProfiler::~ProcessProfiler() {
+  if (budget_ != nullptr) {
+    budget_->used_bytes -= std::min(budget_->used_bytes, memory_bytes_);
+    MemoryInUse().Set(static_cast<double>(budget_->used_bytes));
+  }
+}
+
+bool ProcessProfiler::Charge(uint64_t bytes) {
+  if (memory_bytes_ + bytes > options_.max_memory_bytes) return false;
+  if (budget_ != nullptr) {
+    if (budget_->used_bytes + bytes > budget_->limit_bytes) return false;
+    budget_->used_bytes += bytes;
+    MemoryInUse().Set(static_cast<double>(budget_->used_bytes));
+  }
+  memory_bytes_ += bytes;
+  return true;
+}
+
+bool ProcessProfiler::InRange(int64_t unix_ns) {
+  const int64_t now =
+      options_.now_unix_ns != nullptr ? options_.now_unix_ns() : NowUnixNs();
+  if (unix_ns <= now + options_.max_future_ns &&
+      unix_ns >= now - options_.max_past_ns) {
+    return true;
+  }
+  ++stats_.out_of_range;
+  OutOfRange().Add(1);
+  LogWarningLimited(
+      "record-time",
+      absl::StrFormat("pid %u: dropping samples stamped %.0f s %s the "
+                      "collector's clock (limits --max-future, --max-past)",
+                      info_.pid, std::abs(unix_ns - now) / 1e9,
+                      unix_ns > now ? "ahead of" : "behind"));
+  return false;
+}
+
+template <typename Map>
+typename Map::mapped_type& ProcessProfiler::Slot(Map& map, uint32_t stack) {
+  auto it = map.find(stack);
+  if (it != map.end()) return it->second;
+  if (stack != kBudgetStack && !Charge(kAggregateBytes)) {
+    ++stats_.budget_folded;
+    BudgetFolded().Add(1);
+    stack = kBudgetStack;
+  }
+  return map[stack];
+}
 
 void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
   auto malformed = [&] {
@@ -97,6 +179,7 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       if (!sample.ok()) return malformed();
       const ringfile::AllocSample& head = sample->head;
       SamplesRead().Add(1);
+      if (!InRange(info_.ToRealtimeNs(head.monotonic_ns))) return;
       const uint32_t stack =
           InternStack(sample->frames, /*exact_leaf=*/false,
                       (head.flags & ringfile::kSampleTruncated) != 0);
@@ -107,7 +190,7 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       }
       ++stats_.alloc_samples;
       Window& window = WindowAt(info_.ToRealtimeNs(head.monotonic_ns));
-      auto& [objects, bytes] = window.alloc[stack];
+      auto& [objects, bytes] = Slot(window.alloc, stack);
       const int64_t weight = static_cast<int64_t>(head.weight_bytes);
       bytes += weight;
       // A sample of an s-byte allocation standing for w bytes stands for
@@ -125,6 +208,7 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       auto sample = ringfile::DecodeCpuSample(record);
       if (!sample.ok()) return malformed();
       SamplesRead().Add(1);
+      if (!InRange(info_.ToRealtimeNs(sample->head.monotonic_ns))) return;
       ++stats_.cpu_samples;
       timer_mode_ = true;
       timer_period_ns_ = sample->head.cpu_period_ns;
@@ -132,7 +216,7 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
           InternStack(sample->frames, /*exact_leaf=*/true,
                       (sample->head.flags & ringfile::kSampleTruncated) != 0);
       Window& window = WindowAt(info_.ToRealtimeNs(sample->head.monotonic_ns));
-      window.timer_cpu_ns[stack] +=
+      Slot(window.timer_cpu_ns, stack) +=
           static_cast<int64_t>(sample->head.cpu_period_ns);
       return;
     }
@@ -167,6 +251,7 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
     case RecordType::kLostSamples: {
       auto lost = ringfile::DecodeLostSamples(record);
       if (!lost.ok()) return malformed();
+      if (!InRange(info_.ToRealtimeNs(lost->monotonic_ns))) return;
       stats_.emitter_lost += lost->samples;
       EmitterLost().Add(lost->samples);
       Window& window = WindowAt(info_.ToRealtimeNs(lost->monotonic_ns));
@@ -209,6 +294,11 @@ int ProcessProfiler::FindModule(uint64_t address) const {
 }
 
 void ProcessProfiler::OnModuleMap(const ringfile::ModuleMapView& map) {
+  if (!Charge(kLocationBytes + map.path.size())) {
+    ++stats_.budget_folded;
+    BudgetFolded().Add(1);
+    return;  // its addresses stay unresolved (0xADDR)
+  }
   Module module;
   module.path = std::string(map.path);
   module.build_id_hex = HexBuildId(map.build_id);
@@ -254,6 +344,18 @@ uint32_t ProcessProfiler::InternStack(absl::Span<const uint64_t> frames,
   auto it = stack_index_.find(absl::MakeConstSpan(scratch_key_));
   if (it != stack_index_.end()) return it->second;
 
+  uint64_t cost = kStackBytes + kFrameBytes * frames.size();
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (!location_index_.contains(
+            LocationKey(frames[i], exact_leaf && i == 0))) {
+      cost += kLocationBytes;
+    }
+  }
+  if (!Charge(cost)) {
+    ++stats_.budget_folded;
+    BudgetFolded().Add(1);
+    return kBudgetStack;
+  }
   Stack stack;
   stack.truncated = truncated;
   stack.locations.reserve(frames.size());
@@ -271,7 +373,8 @@ void ProcessProfiler::OnPick(uint64_t tick_ns, uint32_t /*tid*/,
                              uint32_t stack) {
   ++stats_.ticks_picked;
   Window& window = WindowAt(info_.ToRealtimeNs(tick_ns));
-  window.tick_cpu_ns[stack == TickPicker::kNoSample ? kNoSampleStack : stack] +=
+  Slot(window.tick_cpu_ns,
+       stack == TickPicker::kNoSample ? kNoSampleStack : stack) +=
       static_cast<int64_t>(options_.tick_ns);
 }
 
@@ -348,6 +451,14 @@ PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
           *module, location.address,
           location.exact_pc ? AddressKind::kInstruction
                             : AddressKind::kReturnAddress);
+      // Charged even past the budget: the location is already counted and
+      // its names are what makes it useful; the stack budget bounds them.
+      uint64_t bytes = 0;
+      for (const SymbolizedFrame& frame : location.frames) {
+        bytes += kSymbolFrameBytes + frame.function.size() + frame.file.size();
+      }
+      memory_bytes_ += bytes;
+      if (budget_ != nullptr) budget_->used_bytes += bytes;
     }
   }
   std::vector<LineSpec> lines;
@@ -404,6 +515,10 @@ void ProcessProfiler::AppendStack(uint32_t stack, PprofBuilder& builder,
   }
   if (stack == kNoSampleStack) {
     out.push_back(builder.InternSyntheticLocation("[no sample]"));
+    return;
+  }
+  if (stack == kBudgetStack) {
+    out.push_back(builder.InternSyntheticLocation("[truncated]"));
     return;
   }
   const Stack& s = stacks_[stack];

@@ -44,6 +44,14 @@
 namespace ringprof {
 namespace collector {
 
+// The memory all ProcessProfilers of a collector may use for interned stacks,
+// locations and window aggregates (an estimate in bytes, not RSS). Shared by
+// the profilers of one processing thread: not thread-safe.
+struct MemoryBudget {
+  uint64_t limit_bytes = uint64_t{1} << 30;
+  uint64_t used_bytes = 0;
+};
+
 struct ProcessProfilerOptions {
   uint64_t tick_ns = 10'000'000;
   uint64_t max_distance_ns = 10'000'000;
@@ -53,6 +61,17 @@ struct ProcessProfilerOptions {
   ProfileLimits limits;
   // Extra series labels (e.g. from --tags), added to every window.
   std::vector<std::pair<std::string, std::string>> extra_labels;
+  // Budget of this process's stacks, locations and window aggregates; once
+  // it (or the shared MemoryBudget) is spent, samples with a stack not seen
+  // before count under one "[truncated]" stack instead.
+  uint64_t max_memory_bytes = uint64_t{128} << 20;
+  // Samples stamped further than this ahead of / behind the collector's
+  // wall clock are dropped and counted (a window far in the future or past
+  // is either a broken clock or a hostile writer).
+  int64_t max_future_ns = 60'000'000'000;
+  int64_t max_past_ns = 3600'000'000'000;
+  // The collector's wall clock for that check (null: the real clock).
+  int64_t (*now_unix_ns)() = nullptr;
 };
 
 // Totals over the process's life (for logs, tests and metrics).
@@ -65,15 +84,19 @@ struct ProcessStats {
   uint64_t emitter_lost = 0;  // LostSamples records
   uint64_t malformed_records = 0;
   uint64_t windows_emitted = 0;
+  uint64_t out_of_range = 0;   // dropped: stamped too far ahead or behind
+  uint64_t budget_folded = 0;  // samples under the budget's "[truncated]"
 };
 
 class ProcessProfiler {
  public:
   // `symbolizer` may be null (every frame stays module+0xoffset); both
   // pointers must outlive this object.
+  // `budget` may be null (no shared limit); it must outlive this object.
   ProcessProfiler(const ringfile::FileInfo& info,
                   const ProcessProfilerOptions& options, Symbolizer* symbolizer,
-                  ProfileSink* sink);
+                  ProfileSink* sink, MemoryBudget* budget = nullptr);
+  ~ProcessProfiler();
 
   void OnRecord(const ringfile::RecordView& record);
 
@@ -90,6 +113,8 @@ class ProcessProfiler {
   bool ended() const { return ended_; }
   int32_t exit_status() const { return exit_status_; }
   bool uses_cpu_timer() const { return timer_mode_; }
+  // Bytes charged to the budgets (estimate).
+  uint64_t memory_bytes() const { return memory_bytes_; }
 
  private:
   // Location: one address of the process, resolved to a module at first
@@ -115,6 +140,7 @@ class ProcessProfiler {
   // Synthetic stack ids (never returned by InternStack).
   static constexpr uint32_t kLostStack = 0xfffffff0;
   static constexpr uint32_t kNoSampleStack = 0xfffffff1;
+  static constexpr uint32_t kBudgetStack = 0xfffffff2;
 
   struct SpanHash {
     using is_transparent = void;
@@ -128,6 +154,15 @@ class ProcessProfiler {
 
   uint32_t InternStack(absl::Span<const uint64_t> frames, bool exact_leaf,
                        bool truncated);
+  // Charges `bytes` to both budgets; false (nothing charged) when either
+  // would be exceeded.
+  bool Charge(uint64_t bytes);
+  // False (and counted) when a sample at `unix_ns` is out of range.
+  bool InRange(int64_t unix_ns);
+  // The window's aggregate for `stack`, or kBudgetStack's once the budget is
+  // spent.
+  template <typename Map>
+  typename Map::mapped_type& Slot(Map& map, uint32_t stack);
   uint32_t InternLocation(uint64_t address, bool exact_pc);
   int FindModule(uint64_t address) const;
   // The location's module, resolved now if it was unknown when first seen.
@@ -177,6 +212,8 @@ class ProcessProfiler {
   int32_t exit_status_ = -1;
   std::vector<std::pair<std::string, std::string>> process_labels_;
   ProcessStats stats_;
+  MemoryBudget* const budget_;
+  uint64_t memory_bytes_ = 0;
 };
 
 }  // namespace collector

@@ -143,6 +143,10 @@ class ProcessProfilerTest : public ::testing::Test {
 
   // Reads the ring and runs a profiler over it; Finish() at the end.
   void Run(ProcessProfilerOptions options = {}) {
+    // The samples' clock starts at kEpochUnixNs.
+    if (options.now_unix_ns == nullptr) {
+      options.now_unix_ns = [] { return kEpochUnixNs + 60 * kSec; };
+    }
     writer_.Close();
     auto records = rt::ReadAllRecords(path_);
     ASSERT_TRUE(records.ok()) << records.status();
@@ -280,7 +284,9 @@ TEST_F(ProcessProfilerTest, AdvanceEmitsOnlyWindowsBehindTheWatermark) {
   ringfile::FileInfo info;
   info.pid = 1;
   info.created_realtime_ns = kEpochUnixNs;
-  ProcessProfiler profiler(info, {}, &symbolizer_, &sink_);
+  ProcessProfilerOptions options;
+  options.now_unix_ns = [] { return kEpochUnixNs + 60 * kSec; };
+  ProcessProfiler profiler(info, options, &symbolizer_, &sink_);
   for (const auto& r : *records) profiler.OnRecord(r.view());
   // Build the samples as records directly through a second ring.
   std::string second = rt::TempRingPath("advance");
@@ -349,6 +355,95 @@ TEST_F(ProcessProfilerTest, LostAndTruncatedShowAsSyntheticFrames) {
       UnorderedElementsAre(Pair("[lost]", 3000),
                            Pair("[truncated];main;Hot();inlined_helper", 100)));
   EXPECT_EQ(stats_.emitter_lost, 3u);
+}
+
+TEST_F(ProcessProfilerTest, SamplesFarAheadOrBehindAreDroppedAndCounted) {
+  Alloc(1, 100 * kMs, {kHot, kMain}, 100, 10);
+  // The collector's clock says epoch + 60 s: 10 min ahead is beyond
+  // max_future, and so is anything max_past behind it.
+  Alloc(1, 600 * kSec + 100 * kMs, {kCold, kMain}, 7, 7);
+  Cpu(2, 3600 * kSec, {kCold, kMain});
+  ProcessProfilerOptions options;
+  options.max_past_ns = 30 * kSec;  // the 100 ms sample is 60 s behind
+  options.max_future_ns = 60 * kSec;
+  Run(options);
+  EXPECT_EQ(stats_.out_of_range, 3u);
+  EXPECT_TRUE(sink_.profiles.empty());
+}
+
+TEST_F(ProcessProfilerTest, DefaultRangeDropsOnlyTheFarFuture) {
+  Alloc(1, 100 * kMs, {kHot, kMain}, 100, 10);
+  Alloc(1, 600 * kSec, {kCold, kMain}, 7, 7);
+  Cpu(2, 3600 * kSec, {kCold, kMain});
+  Run();
+  EXPECT_EQ(stats_.out_of_range, 2u);
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(Values(*memory[0], 1),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 100)));
+}
+
+TEST_F(ProcessProfilerTest, StacksBeyondTheBudgetFoldIntoTruncated) {
+  // 200 distinct stacks of 20 random frames, far more than 16 KiB holds.
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    std::vector<uint64_t> frames;
+    for (uint64_t f = 0; f < 20; ++f) frames.push_back(0x10000000 + i * 64 + f);
+    frames.push_back(kMain);
+    Alloc(1, 100 * kMs + i * kMs, frames, 1000 + i, 10);
+    total += 1000 + i;
+  }
+  ProcessProfilerOptions options;
+  options.max_memory_bytes = 16 << 10;
+  Run(options);
+  EXPECT_GT(stats_.budget_folded, 100u);
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  const std::map<std::string, int64_t> values = Values(*memory[0], 1);
+  ASSERT_TRUE(values.count("[truncated]"));
+  int64_t sum = 0;
+  for (const auto& [stack, bytes] : values) sum += bytes;
+  EXPECT_EQ(sum, static_cast<int64_t>(total));  // nothing lost, only folded
+  EXPECT_LT(values.size(), 40u);
+}
+
+TEST_F(ProcessProfilerTest, TheSharedBudgetBindsAcrossProcessesAndIsReturned) {
+  MemoryBudget budget;
+  budget.limit_bytes = 8 << 10;
+  ringfile::FileInfo info;
+  info.pid = 1;
+  info.created_realtime_ns = kEpochUnixNs;
+  ProcessProfilerOptions options;
+  options.now_unix_ns = [] { return kEpochUnixNs + 60 * kSec; };
+  CapturingSink sink;
+  auto first =
+      std::make_unique<ProcessProfiler>(info, options, nullptr, &sink, &budget);
+  ProcessProfiler second(info, options, nullptr, &sink, &budget);
+  auto feed = [](ProcessProfiler& p, uint64_t base) {
+    for (uint64_t i = 0; i < 100; ++i) {
+      std::vector<uint64_t> record(5 + 4, 0);  // AllocSample + 4 frames
+      AllocSample head = {};
+      head.monotonic_ns = 100 * kMs;
+      head.frame_count = 4;
+      head.weight_bytes = 1;
+      memcpy(record.data(), &head, sizeof(head));
+      for (int f = 0; f < 4; ++f) record[5 + f] = base + i * 16 + f;
+      ringfile::RecordView view;
+      view.type = RecordType::kAllocSample;
+      view.payload = absl::MakeConstSpan(
+          reinterpret_cast<const uint8_t*>(record.data()), record.size() * 8);
+      p.OnRecord(view);
+    }
+  };
+  feed(*first, 0x100000);
+  EXPECT_GT(budget.used_bytes, 0u);
+  EXPECT_LE(budget.used_bytes, budget.limit_bytes);
+  EXPECT_GT(first->stats().budget_folded, 0u);
+  feed(second, 0x900000);
+  EXPECT_EQ(second.stats().budget_folded, 100u);  // nothing left for it
+  const uint64_t second_bytes = second.memory_bytes();
+  first.reset();
+  EXPECT_EQ(budget.used_bytes, second_bytes);
 }
 
 TEST_F(ProcessProfilerTest, IdleFrameRecordsTicksWithoutSamples) {
