@@ -191,6 +191,8 @@ void LoadConfig(EnvLookup lookup, ReportLine report,
             "a depth in [1, 1000]", &config->max_frames);
   ReadRange(lookup, report, "RINGPROF_RING_KIB", 256, 1024 * 1024,
             "KiB in [256, 1048576]", &config->ring_kib);
+  ReadRange(lookup, report, "RINGPROF_DIR_MAX_MIB", 0, 1024 * 1024,
+            "MiB in [0, 1048576]", &config->dir_max_mib);
   ReadRange(lookup, report, "RINGPROF_MIN_SAMPLES_PER_SEC", 0, 1000,
             "a rate in [0, 1000]", &config->min_samples_per_sec);
   ReadRange(lookup, report, "RINGPROF_MAX_SAMPLES_PER_SEC", 1, 1000000,

@@ -28,8 +28,13 @@ struct Config {
   int64_t sample_bytes = 512 * 1024;
   // RINGPROF_MAX_FRAMES: stack depth, [1, 1000].
   int max_frames = 128;
-  // RINGPROF_RING_KIB: total size of the ring slots, [256, 1048576].
+  // RINGPROF_RING_KIB: total size of the ring slots, [256, 1048576]; the
+  // file is this plus an 8 KiB header.
   int64_t ring_kib = 8 * 1024;
+  // RINGPROF_DIR_MAX_MIB: cap on the ring files in RINGPROF_DIR, enforced
+  // when a ring is created (rings of processes that are gone are deleted,
+  // oldest first, to make room); 0 = no cap. [0, 1048576].
+  int64_t dir_max_mib = 1024;
   // RINGPROF_FILE_MODE: octal permission bits of the ring file; must include
   // 0600 and nothing beyond 0666 (e.g. 0640 for a sidecar in the same group).
   uint32_t file_mode = 0600;
@@ -50,8 +55,9 @@ using EnvLookup = const char* (*)(const char* name);
 // Receives one complete line (with '\n') describing a bad value.
 using ReportLine = void (*)(const char* line);
 
-// Fills `config` from the environment; `executable_path` supplies the
-// default service name (its basename).
+// Fills `config` from the environment; `executable_path` (the program's
+// argv[0] or its executable) supplies the default service name (its
+// basename).
 void LoadConfig(EnvLookup lookup, ReportLine report,
                 const char* executable_path, Config* config);
 

@@ -44,6 +44,7 @@ TEST(FreeTrackerTest, FreesOfSampledAddressesAreRecorded) {
   setenv("RINGPROF_MIN_SAMPLES_PER_SEC", "0", 1);
   setenv("RINGPROF_CPU_HZ", "0", 1);
   StartSession();
+  CreatePendingRing();  // normally done by the first sample
   ASSERT_TRUE(Enabled());
   ASSERT_TRUE(FreeTrackingOn());
 

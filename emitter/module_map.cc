@@ -287,11 +287,16 @@ void RecordLoadedModules() {
   Unlock();
 }
 
-void EmitAllModules() {
-  Lock();
+bool TryEmitAllModules() {
+  if (!TryLock()) return false;
   EmitAllLocked();
   g_last_emit_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
   Unlock();
+  return true;
+}
+
+void RequestModuleReemit() {
+  g_last_emit_ns.store(0, std::memory_order_relaxed);
 }
 
 void NoteStackModules(const uint64_t* frames, int frame_count) {

@@ -46,8 +46,13 @@ inline constexpr uint64_t kReemitIntervalNs = 5'000'000'000;
 // At start (not inside malloc: dl_iterate_phdr takes the loader lock).
 void RecordLoadedModules();
 
-// Records every known module again (e.g. into a fork child's new file).
-void EmitAllModules();
+// Records every known module again (e.g. into a new ring file); false,
+// recording nothing, when the table is being updated right now (possibly by
+// the calling thread, interrupted by a signal).
+bool TryEmitAllModules();
+
+// Makes the next MaybeReemitModules re-record the table at once.
+void RequestModuleReemit();
 
 // From the sampled path, with a just-captured stack: records objects the
 // stack runs in that the table does not know yet.

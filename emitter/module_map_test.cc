@@ -52,6 +52,7 @@ TEST(ModuleMapTest, LoadedObjectsAreRecordedAndUnloadsNoticed) {
   UseDlFindObjectForTest(false);
 #endif
   StartSession();
+  CreatePendingRing();  // normally done by the first sample
   ASSERT_TRUE(Enabled());
 
   void* library = dlopen(PayloadPath().c_str(), RTLD_NOW | RTLD_LOCAL);

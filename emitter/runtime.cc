@@ -23,6 +23,7 @@
 #include "emitter/free_tracker.h"
 #include "emitter/libc_features.h"
 #include "emitter/module_map.h"
+#include "emitter/ring_dir_cap.h"
 #include "emitter/session.h"
 #include "emitter/thread_state.h"
 #include "ringfile/format.h"
@@ -45,9 +46,11 @@ alignas(RingWriter) unsigned char g_writer_storage[sizeof(RingWriter)];
 RingWriter* g_writer = nullptr;
 // True while the ring file is open and sampling is on.
 std::atomic<bool> g_enabled{false};
-// In a fork child: the session is on but the child's file is created by the
-// first record that needs it (so a child that only execs leaves no file).
-std::atomic<bool> g_child_ring_pending{false};
+// The session is on but this process's file does not exist yet: it is
+// created by the first record that needs it (a sample), so a process that
+// never samples — most short-lived ones, a fork child that only execs —
+// leaves no file and pays nothing for one.
+std::atomic<bool> g_ring_pending{false};
 Config g_config;
 SamplerParams g_sampler_params;
 char g_executable[1024];
@@ -88,29 +91,6 @@ void ReadExecutablePath() {
   g_executable[n > 0 ? n : 0] = '\0';
 }
 
-// /proc/self/stat field 22: the process start time in clock ticks, which
-// with the pid names this process uniquely over the machine's uptime.
-uint64_t ReadProcessStartTicks() {
-  char buf[1024];
-  const int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  // The command name (field 2) may contain spaces and ')': skip to the
-  // last ')', which is followed by field 3.
-  const char* p = strrchr(buf, ')');
-  if (p == nullptr) return 0;
-  int field = 2;
-  for (++p; *p != '\0' && field < 22; ++p) {
-    if (*p == ' ') ++field;
-  }
-  uint64_t ticks = 0;
-  for (; *p >= '0' && *p <= '9'; ++p) ticks = ticks * 10 + (*p - '0');
-  return ticks;
-}
-
 // mkdir -p, each created component with `mode`.
 void MakeDirectories(const char* dir, mode_t mode) {
   char path[kMaxDirSize];
@@ -127,7 +107,8 @@ void MakeDirectories(const char* dir, mode_t mode) {
   }
 }
 
-uint32_t SlotSizeFor(int max_frames) {
+// The smallest slot that holds a full-depth sample or a module record.
+uint32_t MinSlotSizeFor(int max_frames) {
   const uint32_t sample = sizeof(ringfile::SlotHeader) +
                           sizeof(ringfile::AllocSample) +
                           8u * static_cast<uint32_t>(max_frames);
@@ -140,27 +121,59 @@ uint32_t SlotSizeFor(int max_frames) {
   return size < ringfile::kMinSlotSize ? ringfile::kMinSlotSize : size;
 }
 
+struct RingGeometry {
+  uint32_t slots_per_ring;
+  uint32_t slot_size;
+};
+
+// RINGPROF_RING_KIB split into `ring_count` rings of a power-of-two number
+// of slots: as many slots as fit at the minimum slot size, then the slots
+// widened to use the whole budget, so the slots total exactly
+// RINGPROF_RING_KIB (whenever that divides evenly, which every multiple of
+// 64 KiB does).
+RingGeometry RingGeometryFor(uint32_t ring_count) {
+  const uint32_t min_slot = MinSlotSizeFor(g_config.max_frames);
+  const uint64_t per_ring =
+      static_cast<uint64_t>(g_config.ring_kib) * 1024 / ring_count;
+  uint32_t slots = 16;
+  while (uint64_t{slots} * 2 * min_slot <= per_ring &&
+         slots * 2 <= ringfile::kMaxSlotsPerRing) {
+    slots *= 2;
+  }
+  uint64_t slot_size =
+      (per_ring / slots) & ~uint64_t{ringfile::kSlotAlignment - 1};
+  if (slot_size < min_slot) slot_size = min_slot;
+  if (slot_size > ringfile::kMaxSlotSize) slot_size = ringfile::kMaxSlotSize;
+  return {slots, static_cast<uint32_t>(slot_size)};
+}
+
+// RINGPROF_DIR_MAX_MIB: see ring_dir_cap.h.
+int MakeRoom(uint64_t file_size) {
+  return MakeRoomInRingDir(g_config.dir,
+                           static_cast<uint64_t>(g_config.dir_max_mib) << 20,
+                           file_size);
+}
+
 // Creates `<dir>/<service>.<pid>.<start ticks>.ring`. An exec'd image keeps
 // the pid and start time: when the name is taken (O_EXCL), `.1`, `.2`, ...
 // are tried before the extension. Returns 0 or an errno value.
 int CreateRingFile(RingWriter* writer) {
   const uint32_t pid = static_cast<uint32_t>(getpid());
-  const uint64_t start_ticks = ReadProcessStartTicks();
+  const uint64_t start_ticks = ProcessStartTicks(0);
   const mode_t dir_mode = (g_config.file_mode & 0060) != 0 ? 0750 : 0700;
   MakeDirectories(g_config.dir, dir_mode);
 
   constexpr int kRingCount = 4;
-  const uint32_t slot_size = SlotSizeFor(g_config.max_frames);
-  uint64_t slots = static_cast<uint64_t>(g_config.ring_kib) * 1024 /
-                   (kRingCount * uint64_t{slot_size});
-  uint32_t slots_per_ring = 16;
-  while (uint64_t{slots_per_ring} * 2 <= slots) slots_per_ring *= 2;
+  const RingGeometry geometry = RingGeometryFor(kRingCount);
+  const uint64_t file_size = ringfile::FileSizeFor(
+      kRingCount, geometry.slots_per_ring, geometry.slot_size);
+  // After the directory exists, before the file: the cap counts it.
 
   ringfile::WriterOptions options;
   options.mode = g_config.file_mode;
   options.ring_count = kRingCount;
-  options.slots_per_ring = slots_per_ring;
-  options.slot_size = slot_size;
+  options.slots_per_ring = geometry.slots_per_ring;
+  options.slot_size = geometry.slot_size;
   options.service_name = g_config.service_name;
   options.executable = g_executable;
   options.pid = pid;
@@ -172,7 +185,8 @@ int CreateRingFile(RingWriter* writer) {
   sigset_t all, saved;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &saved);
-  int error = EEXIST;
+  int error = MakeRoom(file_size);
+  if (error == 0) error = EEXIST;
   for (int attempt = 0; attempt < 16 && error == EEXIST; ++attempt) {
     PathBuilder path;
     path.Add(g_config.dir)
@@ -203,7 +217,10 @@ void ReportCreateFailure(int error) {
   line.Add("ringprof: cannot create a ring file in ")
       .Add(g_config.dir)
       .Add(" (");
-  if (name != nullptr) {
+  if (error == EDQUOT) {
+    line.Add("rings of live processes fill RINGPROF_DIR_MAX_MIB=")
+        .AddNumber(static_cast<uint64_t>(g_config.dir_max_mib));
+  } else if (name != nullptr) {
     line.Add(name);
   } else {
     line.Add("error ").AddNumber(static_cast<uint64_t>(error));
@@ -246,22 +263,40 @@ void RecordMainThreadStack() {
 
 bool Enabled() {
   return g_enabled.load(std::memory_order_acquire) ||
-         g_child_ring_pending.load(std::memory_order_relaxed);
+         g_ring_pending.load(std::memory_order_relaxed);
 }
 
 namespace {
 
-// The fork child's first record: creates the child's file (one thread wins;
-// records of others racing with it are dropped), then re-records the module
-// map before the record that triggered it.
-bool OpenPendingChildRing() {
-  if (!g_child_ring_pending.exchange(false, std::memory_order_acq_rel)) {
+// Records that make a pending ring file be created: the samples and what
+// belongs to them. Module records, thread exits and the process end are
+// dropped while the file is pending (the module table is recorded into the
+// file when it is created).
+bool CreatesRing(ringfile::RecordType type) {
+  switch (type) {
+    case ringfile::RecordType::kModuleMap:
+    case ringfile::RecordType::kModuleUnmap:
+    case ringfile::RecordType::kThreadExit:
+    case ringfile::RecordType::kProcessEnd:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// The first record that needs the file creates it (one thread wins; records
+// of others racing with it are dropped), then re-records the module map
+// before the record that triggered it. If this thread interrupted itself
+// inside a module-table update (a CPU-timer signal), the table is recorded
+// by the next sampled path instead.
+bool OpenPendingRing() {
+  if (!g_ring_pending.exchange(false, std::memory_order_acq_rel)) {
     return false;
   }
   ReentryGuard guard;
   if (!OpenRing()) return false;
   g_enabled.store(true, std::memory_order_release);
-  EmitAllModules();
+  if (!TryEmitAllModules()) RequestModuleReemit();
   return true;
 }
 
@@ -270,8 +305,8 @@ bool OpenPendingChildRing() {
 bool AppendRecord(ringfile::RecordType type, const void* head,
                   uint32_t head_size, const void* tail, uint32_t tail_size) {
   if (!g_enabled.load(std::memory_order_acquire) &&
-      !(g_child_ring_pending.load(std::memory_order_relaxed) &&
-        OpenPendingChildRing())) {
+      !(g_ring_pending.load(std::memory_order_relaxed) && CreatesRing(type) &&
+        OpenPendingRing())) {
     return false;
   }
   return g_writer->TryAppend(type, head, head_size, tail, tail_size,
@@ -325,7 +360,13 @@ void FlushLostSamples() {
 void StartSession() {
   ReentryGuard guard;  // nothing below is sampled
   ReadExecutablePath();
-  LoadConfig(LookupEnv, ReportToStderr, g_executable, &g_config);
+  // The default service name: the name the program was started as (a
+  // symlink's, e.g. redis-server -> redis-check-rdb), else the executable's.
+  const char* name_source =
+      program_invocation_name != nullptr && *program_invocation_name != '\0'
+          ? program_invocation_name
+          : g_executable;
+  LoadConfig(LookupEnv, ReportToStderr, name_source, &g_config);
   if (g_config.disabled) return;
   ReportMissingLibcFeatures();
   ConfigureSampler();
@@ -335,15 +376,19 @@ void StartSession() {
   uint64_t frames[4];
   bool truncated;
   CaptureStack(frames, 4, 0, &truncated);
-  if (!OpenRing()) return;
-  g_enabled.store(true, std::memory_order_release);
-  RecordLoadedModules();
+  // The file is created by the first sample (OpenPendingRing).
+  g_ring_pending.store(true, std::memory_order_release);
+  RecordLoadedModules();  // the table only: nothing is written yet
   g_free_tracking.store(g_config.track_frees, std::memory_order_relaxed);
 }
 
+void CreatePendingRing() {
+  if (g_ring_pending.load(std::memory_order_acquire)) OpenPendingRing();
+}
+
 void EndSession(int exit_status) {
-  // A fork child that never recorded anything has no file: keep it so.
-  g_child_ring_pending.store(false, std::memory_order_relaxed);
+  // A process that never recorded anything has no file: keep it so.
+  g_ring_pending.store(false, std::memory_order_relaxed);
   if (!g_enabled.load(std::memory_order_acquire)) return;
   FlushLostSamples();
   ringfile::ProcessEnd end;
@@ -366,7 +411,7 @@ void RestartSessionInForkChild() {
   if (!g_enabled.load(std::memory_order_acquire)) return;
   g_enabled.store(false, std::memory_order_release);
   g_writer->Close();  // the child's mapping only; the parent's stays
-  g_child_ring_pending.store(true, std::memory_order_release);
+  g_ring_pending.store(true, std::memory_order_release);
 }
 
 }  // namespace emitter

@@ -16,9 +16,16 @@
 namespace ringprof {
 namespace emitter {
 
-// Reads the configuration, creates the ring file and records the module map.
-// On any failure the emitter stays switched off (one line on stderr).
+// Reads the configuration and records the module table. The ring file is
+// created by the first sample (in malloc or a signal handler: creation is
+// system calls only), which first writes the module map into it; a process
+// that never samples creates no file. On any failure the emitter switches
+// itself off (one line on stderr).
 void StartSession();
+
+// Creates the ring file now if it is still pending: before the process
+// gives up the privileges it needs to create it (setuid & co., chroot).
+void CreatePendingRing();
 
 // Appends ProcessEnd, marks the file ended and switches sampling off. The
 // mapping stays (other threads may still be appending).
