@@ -55,7 +55,8 @@ void ForEachRing(int dir_fd, Visit visit) {
 
 uint64_t AllocatedBytes(int dir_fd, const char* name) {
   struct stat st;
-  if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+  // The system call: fstatat is a function only since glibc 2.33.
+  if (syscall(SYS_newfstatat, dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
       !S_ISREG(st.st_mode)) {
     return 0;
   }
