@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -232,7 +233,15 @@ void ResolveNextOperatorNew() {
 bool MallocShadowedBy(char* path, size_t path_size) {
   void* first = dlsym(RTLD_DEFAULT, "malloc");
   Dl_info info;
-  if (first == nullptr || dladdr(first, &info) == 0) return false;
+  void* entry = nullptr;
+  if (first == nullptr || dladdr1(first, &info, &entry, RTLD_DL_SYMENT) == 0) {
+    return false;
+  }
+  const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+  // A non-PIE executable that takes malloc's address has a canonical PLT
+  // entry (an undefined symbol with a value), which dlsym returns; it calls
+  // the emitter's malloc. Only a definition shadows the emitter.
+  if (symbol != nullptr && symbol->st_shndx == SHN_UNDEF) return false;
   if (info.dli_fbase ==
       ObjectOf(reinterpret_cast<const void*>(&MallocShadowedBy))) {
     return false;
