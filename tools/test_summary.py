@@ -2,8 +2,9 @@
 """Counts test cases from a `bazel test` log and the JUnit XML it left.
 
 Usage: test_summary.py BAZEL_LOG TESTLOGS_DIR
-Prints the failing cases and a last line `N passed, M failed`; exits 1 when
-anything failed or no test ran.
+Prints the failing and skipped cases and a last line `N passed, M failed`
+(`, K skipped` when a test reported cases it could not run: JUnit
+status="notrun"); exits 1 when anything failed or no test ran.
 """
 import os
 import re
@@ -16,14 +17,19 @@ STATUS = re.compile(
 
 
 def cases_from_xml(path):
-    """Returns (passed, failed names) from one test.xml, or None."""
+    """Returns (passed, failed names, skipped names) from one test.xml, or
+    None."""
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
         return None
-    passed, failed = 0, []
+    passed, failed, skipped = 0, [], []
     for case in root.iter("testcase"):
         if case.get("status") == "notrun":
+            reason = case.find("skipped")
+            skipped.append("%s.%s%s" % (
+                case.get("classname", ""), case.get("name", ""),
+                "" if reason is None else ": " + reason.get("message", "")))
             continue
         bad = case.find("failure") is not None or case.find("error") is not None
         name = "%s.%s" % (case.get("classname", ""), case.get("name", ""))
@@ -31,7 +37,7 @@ def cases_from_xml(path):
             failed.append(name)
         else:
             passed += 1
-    return passed, failed
+    return passed, failed, skipped
 
 
 def main():
@@ -42,25 +48,32 @@ def main():
             m = STATUS.match(line.strip())
             if m:
                 targets[m.group(1)] = m.group(2)
-    passed, failed = 0, []
+    passed, failed, skipped = 0, [], []
     for target, status in sorted(targets.items()):
         pkg, _, name = target[2:].partition(":")
         xml = os.path.join(testlogs, pkg, name, "test.xml")
         counted = cases_from_xml(xml) if status in ("PASSED", "FAILED", "FLAKY") else None
         ok = status in ("PASSED", "FLAKY")
+        if counted:
+            skipped += ["%s %s" % (target, n) for n in counted[2]]
         if counted and (counted[0] or counted[1]):
-            p, f = counted
+            p, f, _ = counted
             if not ok and not f:
                 f = [target + " (target failed after its cases passed)"]
             passed += p
             failed += ["%s %s" % (target, n) for n in f]
+        elif ok and counted and counted[2]:
+            pass  # only skipped cases: listed above
         elif ok:
             passed += 1
         else:
             failed.append("%s %s" % (target, status))
     for f in failed:
         print("FAILED:", f)
-    print("%d passed, %d failed" % (passed, len(failed)))
+    for s in skipped:
+        print("SKIPPED:", s)
+    print("%d passed, %d failed%s" % (passed, len(failed),
+                                      ", %d skipped" % len(skipped) if skipped else ""))
     return 1 if failed or passed == 0 else 0
 
 
