@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -468,5 +469,10 @@ int Main(int argc, char** argv) {
 }  // namespace ringprof
 
 int main(int argc, char** argv) {
+  // Before any secret is read: a non-dumpable process's /proc/<pid>/environ
+  // and memory are not readable by other processes of the same uid (a
+  // profiled workload), and it writes no core dump. Programs it execs start
+  // dumpable again.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   return ringprof::collector::Main(argc, argv);
 }

@@ -108,6 +108,29 @@ bool ProcessProfiler::SpanEq::operator()(absl::Span<const uint64_t> a,
   return a == b;
 }
 
+namespace {
+
+// Pyroscope's __session_id__ (pyroscope-go session_id.go: 8 bytes,
+// little-endian hex) for one process: a hash of what identifies it, so it
+// stays the same when the collector restarts.
+std::string SessionId(const ringfile::FileInfo& info) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
+  for (uint64_t v : {uint64_t{info.pid}, info.process_start_ticks,
+                     info.created_realtime_ns}) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 0x100000001b3ull;
+    }
+  }
+  std::string out;
+  for (int i = 0; i < 8; ++i) {
+    absl::StrAppend(&out, absl::Hex((h >> (8 * i)) & 0xff, absl::kZeroPad2));
+  }
+  return out;
+}
+
+}  // namespace
+
 ProcessProfiler::ProcessProfiler(const ringfile::FileInfo& info,
                                  const ProcessProfilerOptions& options,
                                  Symbolizer* symbolizer, ProfileSink* sink,
@@ -118,6 +141,7 @@ ProcessProfiler::ProcessProfiler(const ringfile::FileInfo& info,
       sink_(sink),
       picker_(TickPicker::Options{options.tick_ns, options.max_distance_ns,
                                   options.idle_frame}),
+      session_id_(SessionId(info)),
       budget_(budget) {}
 
 ProcessProfiler::~ProcessProfiler() {
@@ -545,9 +569,7 @@ std::vector<std::pair<std::string, std::string>> ProcessProfiler::SeriesLabels()
   if (service.empty()) service = Basename(info_.executable);
   if (service.empty()) service = "unknown_service";
   labels.emplace_back("service_name", service);
-  labels.emplace_back("pid", absl::StrCat(info_.pid));
   for (const auto& kv : options_.extra_labels) labels.push_back(kv);
-  for (const auto& kv : process_labels_) labels.push_back(kv);
   return labels;
 }
 
@@ -571,6 +593,8 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
     for (auto& kv : extra) profile.labels.push_back(std::move(kv));
     profile.from_unix_ns = from;
     profile.until_unix_ns = until;
+    profile.workload_labels = process_labels_;
+    profile.session_id = session_id_;
     profile.pid = info_.pid;
     profile.service_name = labels.front().second;
     profile.pprof = builder.Build().SerializeAsString();

@@ -211,6 +211,7 @@ class ProcessProfiler {
   bool ended_ = false;
   int32_t exit_status_ = -1;
   std::vector<std::pair<std::string, std::string>> process_labels_;
+  const std::string session_id_;
   ProcessStats stats_;
   MemoryBudget* const budget_;
   uint64_t memory_bytes_ = 0;

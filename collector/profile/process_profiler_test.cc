@@ -23,6 +23,7 @@ using ringfile::AllocSample;
 using ringfile::CpuSample;
 using ringfile::RecordType;
 using ::testing::ElementsAre;
+using ::testing::MatchesRegex;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 namespace rt = ringfile::testing;
@@ -190,7 +191,14 @@ TEST_F(ProcessProfilerTest, AllocationWeightsBecomeAllocSpaceAndObjects) {
               UnorderedElementsAre(Pair("main;Hot();inlined_helper", 13),
                                    Pair("main;Cold()", 1)));
   EXPECT_EQ(Label(*memory[0], "service_name"), "test-service");
-  EXPECT_EQ(Label(*memory[0], "pid"), "4242");
+  // No pid label (one series per process exhausts Pyroscope's series
+  // limit); the process is told apart by a stable session id instead.
+  EXPECT_EQ(Label(*memory[0], "pid"), "<unset>");
+  EXPECT_EQ(memory[0]->pid, 4242u);
+  EXPECT_THAT(memory[0]->session_id, MatchesRegex("[0-9a-f]{16}"));
+  auto cpu = Named("process_cpu");
+  ASSERT_FALSE(cpu.empty());
+  EXPECT_EQ(cpu[0]->session_id, memory[0]->session_id);
 }
 
 TEST_F(ProcessProfilerTest, TickPicksBecomeCpuTime) {

@@ -23,6 +23,16 @@ namespace {
 
 constexpr size_t kMaxLoggedBodyBytes = 512;
 
+bool IsLegacyAppNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         c == '.' || c == '-' || c == '/';
+}
+
+// '{' and '=' would parse, but read as a second label set or tag.
+bool IsLegacyValueTerminator(char c) {
+  return c == ',' || c == '}' || c == '{' || c == '=';
+}
+
 struct Response {
   std::string body;
   std::string retry_after;
@@ -75,6 +85,11 @@ std::string ServerMessage(const std::string& body) {
   return std::string(absl::StripAsciiWhitespace(text));
 }
 
+// The legacy `name` query as Pyroscope's labelset.Parse reads it
+// (api/model/labelset): the application name may only hold
+// [A-Za-z0-9_.\-/]; a tag value ends at ',' or '}'. Workload-derived names
+// are repaired here ('_'); --application-name and --tags were checked at
+// startup (LegacyNameProblem).
 std::string LegacyName(const SpoolRecord& record) {
   std::string app = "unknown_service";
   std::vector<std::string> tags;
@@ -82,8 +97,15 @@ std::string LegacyName(const SpoolRecord& record) {
     if (label.name() == "service_name") {
       app = label.value();
     } else if (label.name() != "__name__" && label.name() != "__delta__") {
-      tags.push_back(absl::StrCat(label.name(), "=", label.value()));
+      std::string value = label.value();
+      for (char& c : value) {
+        if (IsLegacyValueTerminator(c)) c = '_';
+      }
+      tags.push_back(absl::StrCat(label.name(), "=", value));
     }
+  }
+  for (char& c : app) {
+    if (!IsLegacyAppNameChar(c)) c = '_';
   }
   return absl::StrCat(app, "{", absl::StrJoin(tags, ","), "}");
 }
@@ -107,22 +129,99 @@ std::string RedactUrl(const std::string& url) {
 }
 
 int64_t ParseRetryAfterMs(const std::string& value, int64_t now_unix_s) {
+  constexpr int64_t kMaxSeconds = int64_t{1} << 40;  // no overflow below
   int64_t seconds;
   if (absl::SimpleAtoi(value, &seconds)) {
-    return seconds < 0 ? -1 : seconds * 1000;
+    return seconds < 0 ? -1 : std::min(seconds, kMaxSeconds) * 1000;
+  }
+  if (!value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+        return absl::ascii_isdigit(static_cast<unsigned char>(c));
+      })) {
+    return kMaxSeconds * 1000;  // digits beyond int64
   }
   const time_t when = curl_getdate(value.c_str(), nullptr);
   if (when < 0) return -1;
-  return std::max<int64_t>(0, (int64_t{when} - now_unix_s) * 1000);
+  return std::min<int64_t>(kMaxSeconds,
+                           std::max<int64_t>(0, int64_t{when} - now_unix_s)) *
+         1000;
+}
+
+std::string LegacyNameProblem(
+    absl::string_view application_name,
+    const std::vector<std::pair<std::string, std::string>>& tags) {
+  if (!std::all_of(application_name.begin(), application_name.end(),
+                   IsLegacyAppNameChar)) {
+    return absl::StrCat("the application name \"", application_name,
+                        "\" has a character other than letters, digits and "
+                        "_ . - / (the legacy /ingest API refuses it)");
+  }
+  for (const auto& [name, value] : tags) {
+    if (std::any_of(value.begin(), value.end(), IsLegacyValueTerminator)) {
+      return absl::StrCat("the value of tag \"", name,
+                          "\" contains one of , } { = (the legacy /ingest "
+                          "API cannot carry it)");
+    }
+  }
+  return "";
+}
+
+absl::Status ValidateServerUrl(const std::string& url) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server address \"", RedactUrl(url), "\" is not usable: ", why));
+  };
+  absl::string_view rest = url;
+  if (!absl::ConsumePrefix(&rest, "http://") &&
+      !absl::ConsumePrefix(&rest, "https://")) {
+    return bad("it must start with http:// or https://");
+  }
+  for (char c : url) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f) {
+      return bad("spaces, control and non-ASCII characters are not allowed");
+    }
+  }
+  if (rest.find_first_of("?#") != absl::string_view::npos) {
+    return bad("no query or fragment (only a path prefix)");
+  }
+  absl::string_view authority = rest.substr(0, rest.find('/'));
+  if (const size_t at = authority.rfind('@'); at != absl::string_view::npos) {
+    authority.remove_prefix(at + 1);
+  }
+  absl::string_view host = authority, port;
+  if (absl::StartsWith(authority, "[")) {  // [IPv6]:port
+    const size_t close = authority.find(']');
+    if (close == absl::string_view::npos) return bad("unclosed '['");
+    host = authority.substr(0, close + 1);
+    absl::string_view after = authority.substr(close + 1);
+    if (!after.empty() && !absl::ConsumePrefix(&after, ":")) {
+      return bad("garbage after the IPv6 address");
+    }
+    port = after;
+    if (!after.empty() && port.empty()) return bad("empty port");
+  } else if (const size_t colon = authority.rfind(':');
+             colon != absl::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+    if (port.empty()) return bad("empty port");
+  }
+  if (host.empty() || host == "[]") return bad("no host");
+  if (!port.empty()) {
+    int n = 0;
+    if (port.size() > 5 || !absl::SimpleAtoi(port, &n) || n < 1 || n > 65535 ||
+        !std::all_of(port.begin(), port.end(), [](char c) {
+          return absl::ascii_isdigit(static_cast<unsigned char>(c));
+        })) {
+      return bad("the port must be a number from 1 to 65535");
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<HttpUploader>> HttpUploader::Create(
     UploaderOptions options) {
-  if (!absl::StartsWith(options.server_url, "http://") &&
-      !absl::StartsWith(options.server_url, "https://")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("server address \"", RedactUrl(options.server_url),
-                     "\" must start with http:// or https://"));
+  if (absl::Status s = ValidateServerUrl(options.server_url); !s.ok()) {
+    return s;
   }
   while (absl::EndsWith(options.server_url, "/")) options.server_url.pop_back();
   for (const auto& [name, value] : options.extra_headers) {
@@ -283,7 +382,9 @@ UploadResult HttpUploader::Upload(
     absl::StrAppend(&result.message, ": ", msg);
   }
   if (status == 408 || status == 429 || status >= 500) {
-    result.outcome = UploadResult::Outcome::kRetry;
+    result.outcome = status == 502 || status == 503 || status == 504
+                         ? UploadResult::Outcome::kRetry
+                         : UploadResult::Outcome::kRetryProfile;
     if (!response.retry_after.empty()) {
       result.retry_after_ms =
           ParseRetryAfterMs(response.retry_after, UnixNowNs() / 1000000000);

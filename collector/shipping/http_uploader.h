@@ -9,10 +9,12 @@
 //  - Legacy: POST {server}/ingest?name=<service_name>{k=v,...}&from=&until=
 //    &format=pprof&spyName=ringprof with the gzipped pprof as body, for
 //    servers that predate the Push API.
-// Classification: 2xx sent; 408, 429, 5xx and transport failures (refused,
-// DNS, TLS, timeout, aborted) retryable, with Retry-After when the server
-// gave one; every other status is a rejection that retrying cannot fix; its
-// message is the Connect error message (or the body's first 512 bytes).
+// Classification: 2xx sent; transport failures (refused, DNS, TLS,
+// timeout, aborted) and 502/503/504 mean the server is away (kRetry);
+// 408, 429 and other 5xx are an answer about this request (kRetryProfile);
+// both carry Retry-After when the server gave one. Every other status is a
+// rejection that retrying cannot fix. The message is the Connect error
+// message (or the body's first 512 bytes).
 //
 // Secrets (password, token) go to libcurl only; nothing here logs, and
 // RedactUrl strips user:password@ from URLs used in messages.
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "collector/shipping/spool_record.pb.h"
 
 namespace ringprof {
@@ -50,7 +53,7 @@ struct UploaderOptions {
 };
 
 struct UploadResult {
-  enum class Outcome { kSent, kRetry, kRejected };
+  enum class Outcome { kSent, kRetry, kRetryProfile, kRejected };
   Outcome outcome = Outcome::kRetry;
   int http_status = 0;          // 0 when no response
   int64_t retry_after_ms = -1;  // from Retry-After; -1 when absent
@@ -61,7 +64,7 @@ struct UploadResult {
 
 class HttpUploader {
  public:
-  // InvalidArgument for a URL without http:// or https://, or a header that
+  // InvalidArgument for a URL ValidateServerUrl refuses, or a header that
   // is not "Name: value"-able.
   static absl::StatusOr<std::unique_ptr<HttpUploader>> Create(
       UploaderOptions options);
@@ -84,10 +87,23 @@ class HttpUploader {
   void* curl_ = nullptr;  // CURL*
 };
 
+// Why --application-name / --tags cannot go through the legacy /ingest
+// `name` query (Pyroscope's labelset.Parse), or "" when they can.
+std::string LegacyNameProblem(
+    absl::string_view application_name,
+    const std::vector<std::pair<std::string, std::string>>& tags);
+
+// OK for http(s)://[user[:password]@]host[:port][/prefix] with a port in
+// 1..65535 and nothing that is not printable ASCII; InvalidArgument naming
+// the problem (the URL redacted) otherwise, so a typo is a startup error
+// instead of endless retries.
+absl::Status ValidateServerUrl(const std::string& url);
+
 // "https://user:secret@host/x" -> "https://host/x".
 std::string RedactUrl(const std::string& url);
 
-// Retry-After: delta-seconds or an HTTP-date; -1 when unparsable.
+// Retry-After: delta-seconds or an HTTP-date; -1 when unparsable. Huge
+// values saturate (callers cap the wait).
 int64_t ParseRetryAfterMs(const std::string& value, int64_t now_unix_s);
 
 }  // namespace shipping

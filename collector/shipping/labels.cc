@@ -8,63 +8,107 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "collector/profile/utf8.h"
 
 namespace ringprof {
 namespace collector {
 namespace shipping {
 namespace {
 
-bool IsLabelNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' || c == '.';
+bool IsNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 
-// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
-bool IsValidUtf8(absl::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = s[i];
-    int extra;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
+bool Has(const Labels& labels, absl::string_view name) {
+  return std::any_of(labels.begin(), labels.end(),
+                     [&](const auto& kv) { return kv.first == name; });
+}
+
+// Sets `name` (replacing a value already there).
+void Set(Labels* labels, const std::string& name, std::string value) {
+  for (auto& kv : *labels) {
+    if (kv.first == name) {
+      kv.second = std::move(value);
+      return;
     }
-    if (i + extra >= s.size()) return false;  // truncated sequence
-    for (int k = 1; k <= extra; ++k) {
-      const unsigned char cc = s[i + k];
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[extra] || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += extra + 1;
   }
-  return true;
-}
-
-bool IsReserved(absl::string_view name) {
-  return name == "__name__" || name == "service_name" || name == "__delta__";
+  labels->emplace_back(name, std::move(value));
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> SanitizeLabelName(absl::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError("empty label name");
+  if (name.size() > kMaxLabelNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label name longer than ", kMaxLabelNameBytes, " bytes"));
+  }
+  if (absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid label name \"", SanitizeUtf8(name),
+                     "\": must not start with a digit"));
+  }
+  std::string out(name);
+  for (char& c : out) {
+    if (c == '.') {
+      c = '_';
+    } else if (!IsNameChar(c)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid label name \"", SanitizeUtf8(name),
+                       "\": only letters, digits, '_' and '.' are allowed"));
+    }
+  }
+  return out;
+}
+
+std::string SanitizeLabelValue(absl::string_view value) {
+  if (value.size() <= kMaxLabelValueBytes && IsValidUtf8(value)) {
+    return std::string(value);
+  }
+  return SanitizeUtf8(value, kMaxLabelValueBytes);
+}
+
+bool IsCollectorOwnedLabel(absl::string_view name) {
+  return absl::StartsWith(name, "__") || name == "service_name" ||
+         name == "pid" || name == "hostname" || name == "pod" ||
+         name == "namespace";
+}
+
+std::vector<DroppedLabel> MergeUntrustedLabels(const Labels& untrusted,
+                                               size_t max_labels,
+                                               Labels* labels) {
+  std::vector<DroppedLabel> dropped;
+  for (const auto& [raw_name, raw_value] : untrusted) {
+    absl::StatusOr<std::string> name = SanitizeLabelName(raw_name);
+    if (!name.ok()) {
+      dropped.push_back(
+          {SanitizeUtf8(raw_name, 64), std::string(name.status().message())});
+      continue;
+    }
+    std::string value = SanitizeLabelValue(raw_value);
+    const char* reason = nullptr;
+    if (IsCollectorOwnedLabel(*name)) {
+      reason = "the name is the collector's";
+    } else if (Has(*labels, *name)) {
+      reason = "a label of that name is already set";
+    } else if (value.empty()) {
+      reason = "empty value";
+    } else if (labels->size() >= max_labels) {
+      reason = "the series has no room left (Pyroscope allows 30 labels)";
+    }
+    if (reason != nullptr) {
+      dropped.push_back({*name, reason});
+      continue;
+    }
+    labels->emplace_back(std::move(*name), std::move(value));
+  }
+  return dropped;
+}
 
 absl::Status ValidateLabelName(absl::string_view name) {
   if (name.empty()) return absl::InvalidArgumentError("empty label name");
@@ -72,10 +116,10 @@ absl::Status ValidateLabelName(absl::string_view name) {
     return absl::InvalidArgumentError(
         absl::StrCat("label name longer than ", kMaxLabelNameBytes, " bytes"));
   }
-  if (!std::all_of(name.begin(), name.end(), IsLabelNameChar)) {
+  if (absl::ascii_isdigit(static_cast<unsigned char>(name[0])) ||
+      !std::all_of(name.begin(), name.end(), IsNameChar)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid label name \"", name,
-                     "\": only letters, digits, '_' and '.' are allowed"));
+        absl::StrCat("invalid label name \"", SanitizeUtf8(name), "\""));
   }
   return absl::OkStatus();
 }
@@ -105,7 +149,6 @@ absl::Status ValidateSeriesLabels(const Labels& labels) {
                                                    kMaxLabelsPerSeries));
   }
   std::set<absl::string_view> seen;
-  bool has_name = false;
   for (const auto& [name, value] : labels) {
     if (absl::Status s = ValidateLabelName(name); !s.ok()) return s;
     if (absl::Status s = ValidateLabelValue(name, value); !s.ok()) return s;
@@ -113,83 +156,97 @@ absl::Status ValidateSeriesLabels(const Labels& labels) {
       return absl::InvalidArgumentError(
           absl::StrCat("duplicate label \"", name, "\""));
     }
-    has_name |= name == "__name__";
   }
-  if (!has_name) return absl::InvalidArgumentError("series without __name__");
+  if (seen.count("__name__") == 0) {
+    return absl::InvalidArgumentError("series without __name__");
+  }
+  if (seen.count("service_name") == 0) {
+    return absl::InvalidArgumentError("series without service_name");
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<Labels> ParseTags(absl::string_view text) {
   Labels tags;
-  std::set<std::string> seen;
   for (absl::string_view item :
        absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     item = absl::StripAsciiWhitespace(item);
     const size_t eq = item.find('=');
     if (eq == absl::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tag \"", item, "\" is not of the form name=value"));
-    }
-    std::string name(absl::StripAsciiWhitespace(item.substr(0, eq)));
-    std::string value(absl::StripAsciiWhitespace(item.substr(eq + 1)));
-    if (absl::Status s = ValidateLabelName(name); !s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tag \"", item, "\": ", s.message()));
-    }
-    if (absl::Status s = ValidateLabelValue(name, value); !s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tag \"", item, "\": ", s.message()));
-    }
-    if (IsReserved(name)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "tag \"", name,
-          "\" is reserved (use the application name option for service_name)"));
+          "tag \"", SanitizeUtf8(item), "\" is not of the form name=value"));
     }
-    if (!seen.insert(name).second) {
+    const absl::string_view raw_name =
+        absl::StripAsciiWhitespace(item.substr(0, eq));
+    std::string value(absl::StripAsciiWhitespace(item.substr(eq + 1)));
+    absl::StatusOr<std::string> name = SanitizeLabelName(raw_name);
+    if (!name.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tag \"", SanitizeUtf8(item), "\": ", name.status().message()));
+    }
+    if (absl::Status s = ValidateLabelValue(*name, value); !s.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("tag \"", name, "\" is given twice"));
+          absl::StrCat("tag \"", SanitizeUtf8(item), "\": ", s.message()));
     }
-    tags.emplace_back(std::move(name), std::move(value));
+    if (absl::StartsWith(*name, "__") || *name == "service_name" ||
+        *name == "pid") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tag \"", *name,
+          "\" is reserved (names starting with \"__\" are Pyroscope's; use "
+          "the application name option for service_name and the pid label "
+          "option for pid)"));
+    }
+    if (Has(tags, *name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tag \"", *name, "\" is given twice",
+          *name != raw_name ? " (after renaming '.' to '_')" : ""));
+    }
+    tags.emplace_back(std::move(*name), std::move(value));
   }
-  // Leave room for __name__, service_name, __delta__ and process labels.
-  if (tags.size() > kMaxLabelsPerSeries - 8) {
+  // Leave room for __name__, service_name, __delta__, __session_id__, pid,
+  // hostname, pod, namespace, ringprof_cpu_source and three source labels.
+  constexpr size_t kMaxTags = kMaxLabelsPerSeries - 12;
+  if (tags.size() > kMaxTags) {
     return absl::InvalidArgumentError(
-        absl::StrCat(tags.size(), " tags; at most ", kMaxLabelsPerSeries - 8,
+        absl::StrCat(tags.size(), " tags; at most ", kMaxTags,
                      " fit in a Pyroscope series next to ringprof's labels"));
   }
   return tags;
 }
 
-Labels BuildSeriesLabels(const SeriesLabelConfig& config,
-                         const std::string& profile_name,
-                         const std::string& service_name,
-                         const Labels& profile_labels) {
-  // Later writes win: process labels < host labels (only when absent) <
-  // user tags < the names the sink owns.
-  std::map<std::string, std::string> merged;
-  for (const auto& [k, v] : profile_labels) merged[k] = v;
-  for (const auto& [k, v] : config.host_labels) {
-    if (!v.empty()) merged.emplace(k, v);
-  }
-  for (const auto& [k, v] : config.tags) merged[k] = v;
+SeriesLabels BuildSeriesLabels(const SeriesLabelConfig& config,
+                               const WindowProfile& profile) {
+  SeriesLabels out;
+  Labels& labels = out.labels;
+  labels.emplace_back("__name__", profile.name);
   std::string service = config.application_name;
-  if (service.empty()) service = service_name;
-  if (service.empty()) {
-    auto it = merged.find("service_name");
-    service = it != merged.end() ? it->second : "";
+  if (service.empty()) service = SanitizeLabelValue(profile.service_name);
+  for (const auto& [k, v] : profile.labels) {
+    if (service.empty() && k == "service_name") service = SanitizeLabelValue(v);
   }
-  merged["service_name"] = service.empty() ? "unknown_service" : service;
-  merged["__name__"] = profile_name;
-  if (profile_name == "memory") {
-    merged["__delta__"] = "false";
-  } else {
-    merged.erase("__delta__");
+  labels.emplace_back("service_name",
+                      service.empty() ? "unknown_service" : service);
+  for (const auto& [k, v] : config.host_labels) {
+    if (!v.empty()) Set(&labels, k, SanitizeLabelValue(v));
   }
-  // Empty values mean "no label" in Pyroscope's data model.
-  Labels out;
-  for (auto& [k, v] : merged) {
-    if (!v.empty()) out.emplace_back(k, std::move(v));
+  for (const auto& [k, v] : config.tags) Set(&labels, k, v);
+  for (const auto& [k, v] : config.source_labels) Set(&labels, k, v);
+  if (config.pid_label && profile.pid != 0) {
+    Set(&labels, "pid", absl::StrCat(profile.pid));
   }
+  if (!profile.session_id.empty()) {
+    Set(&labels, "__session_id__", profile.session_id);
+  }
+  if (profile.name == "memory") Set(&labels, "__delta__", "false");
+  // The collector's own per-profile labels (e.g. ringprof_cpu_source).
+  for (const auto& [k, v] : profile.labels) {
+    if (IsCollectorOwnedLabel(k) || Has(labels, k)) continue;
+    std::string value = SanitizeLabelValue(v);
+    if (!value.empty()) labels.emplace_back(k, std::move(value));
+  }
+  out.dropped = MergeUntrustedLabels(profile.workload_labels,
+                                     kMaxLabelsPerSeries, &labels);
+  std::sort(labels.begin(), labels.end());
   return out;
 }
 

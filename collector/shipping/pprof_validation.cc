@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "collector/profile/utf8.h"
 #include "proto/profile.pb.h"
 
 namespace ringprof {
@@ -30,6 +31,11 @@ absl::StatusOr<ProfileFacts> ValidateProfile(const std::string& pprof,
   const int64_t strings = p.string_table_size();
   if (strings == 0 || !p.string_table(0).empty()) {
     return Invalid("string_table[0] must be \"\"");
+  }
+  // validate.go: "invalid utf8 string hex: ..." (libprotobuf refuses to
+  // parse such a string already; this names the rule when it is lenient).
+  for (const std::string& s : p.string_table()) {
+    if (!IsValidUtf8(s)) return Invalid("a string is not valid UTF-8");
   }
   auto in_range = [strings](int64_t index) {
     return index >= 0 && index < strings;
@@ -103,6 +109,10 @@ absl::StatusOr<ProfileFacts> ValidateProfile(const std::string& pprof,
       if (location_ids.count(id) == 0) {
         return Invalid(absl::StrCat("a sample has unknown location ", id));
       }
+    }
+    if (static_cast<size_t>(s.label_size()) > limits.max_sample_labels) {
+      return Invalid(absl::StrCat("a sample has ", s.label_size(),
+                                  " labels; limit ", limits.max_sample_labels));
     }
     for (const auto& label : s.label()) {
       if (!in_range(label.key()) || !in_range(label.str()) ||

@@ -19,6 +19,7 @@ namespace shipping {
 struct ProfileLimits {
   size_t max_uncompressed_bytes = 4 << 20;
   size_t max_samples = 16000;
+  size_t max_sample_labels = 100;
   // Ingestion window for time_nanos: [now - max_age, now + max_future].
   int64_t max_age_ns = int64_t{3600} * 1000000000;
   int64_t max_future_ns = int64_t{600} * 1000000000;
@@ -37,7 +38,8 @@ struct ProfileFacts {
 //    location/function/mapping ids, a sample with a value count different
 //    from the number of sample types, no sample types, a sample type name
 //    that is empty or contains '-', period_type unset, time_nanos in the
-//    future beyond the grace period.
+//    future beyond the grace period, a string that is not UTF-8, more
+//    than max_sample_labels labels on a sample.
 absl::StatusOr<ProfileFacts> ValidateProfile(const std::string& pprof,
                                              int64_t now_unix_ns,
                                              const ProfileLimits& limits = {});

@@ -1,9 +1,14 @@
 #include "collector/shipping/pyroscope_flags.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <mutex>
-#include <sstream>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
@@ -12,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "collector/shipping/http_uploader.h"
 #include "collector/shipping/metrics_server.h"
 
 ABSL_FLAG(std::string, server_address, "",
@@ -52,6 +58,25 @@ ABSL_FLAG(bool, legacy_ingest, false,
           "[RINGPROF_LEGACY_INGEST]");
 ABSL_FLAG(absl::Duration, upload_timeout, absl::Seconds(10),
           "timeout of one upload request [RINGPROF_UPLOAD_TIMEOUT]");
+ABSL_FLAG(std::string, max_request_bytes, "2M",
+          "bound on one upload as Pyroscope's rate limiter counts it (labels "
+          "+ uncompressed pprof); keep it at or below the server's "
+          "ingestion_burst_size_mb [RINGPROF_MAX_REQUEST_BYTES]");
+ABSL_FLAG(int, upload_attempts, 5,
+          "uploads of one profile the server may answer 408/429/5xx before "
+          "it is given up [RINGPROF_UPLOAD_ATTEMPTS]");
+ABSL_FLAG(bool, pid_label, false,
+          "add a pid series label (one series per process; Pyroscope's "
+          "default series limit is 5000 per tenant) [RINGPROF_PID_LABEL]");
+ABSL_FLAG(std::string, service_repository, "",
+          "service_repository label for source-code integration, e.g. "
+          "https://github.com/org/repo [PYROSCOPE_SERVICE_REPOSITORY]");
+ABSL_FLAG(std::string, service_git_ref, "",
+          "service_git_ref label (commit or branch) "
+          "[PYROSCOPE_SERVICE_GIT_REF]");
+ABSL_FLAG(std::string, service_root_path, "",
+          "service_root_path label (path of the source root inside the "
+          "repository) [PYROSCOPE_SERVICE_ROOT_PATH]");
 ABSL_FLAG(int, metrics_port, 0,
           "serve Prometheus /metrics on this port; 0: off "
           "[RINGPROF_METRICS_PORT]");
@@ -77,16 +102,50 @@ std::string Setting(const absl::Flag<std::string>& flag, const char* env,
   return e.empty() ? v : e;
 }
 
+// A secret file is read once, at startup, and must be a regular file of at
+// most 64 KiB: a FIFO or a device (/dev/zero) would hang or never end.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
                                            const char* what) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read the ", what, " file ", path));
+  constexpr size_t kMaxSecretBytes = 64 * 1024;
+  // O_NONBLOCK: opening a FIFO without a writer must not block.
+  const int fd =
+      open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot read the ", what, " file ", path, ": ", std::strerror(errno)));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string secret = ss.str();
+  struct stat st;
+  std::string secret;
+  absl::Status status;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("the ", what, " file ", path, " is not a regular file"));
+  } else if (static_cast<uint64_t>(st.st_size) > kMaxSecretBytes) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("the ", what, " file ", path, " is larger than ",
+                     kMaxSecretBytes, " bytes"));
+  } else {
+    char buffer[4096];
+    while (secret.size() <= kMaxSecretBytes) {
+      const ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        status = absl::InvalidArgumentError(
+            absl::StrCat("cannot read the ", what, " file ", path, ": ",
+                         std::strerror(errno)));
+        break;
+      }
+      if (n == 0) break;
+      secret.append(buffer, static_cast<size_t>(n));
+    }
+    if (status.ok() && secret.size() > kMaxSecretBytes) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("the ", what, " file ", path, " is larger than ",
+                       kMaxSecretBytes, " bytes"));
+    }
+  }
+  close(fd);
+  if (!status.ok()) return status;
   // Files written by editors and `echo` end with a newline.
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) {
     secret.pop_back();
@@ -94,6 +153,11 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
   if (secret.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the ", what, " file ", path, " is empty"));
+  }
+  if (secret.find_first_of("\r\n", 0) != std::string::npos ||
+      secret.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", what, " file ", path, " holds more than one line"));
   }
   return secret;
 }
@@ -104,8 +168,11 @@ absl::StatusOr<std::string> Secret(const absl::Flag<std::string>& flag,
                                    const absl::Flag<std::string>& file_flag,
                                    const char* file_env, const char* what) {
   const std::string file = Setting(file_flag, file_env);
-  if (!file.empty()) return ReadSecretFile(file, what);
-  return Setting(flag, env);
+  absl::StatusOr<std::string> secret =
+      file.empty() ? Setting(flag, env) : ReadSecretFile(file, what);
+  // Not passed on to a program `ringprof run` starts.
+  unsetenv(env);
+  return secret;
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseHeaders(
@@ -125,6 +192,18 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseHeaders(
         std::string(absl::StripAsciiWhitespace(item.substr(eq + 1))));
   }
   return headers;
+}
+
+// A boolean flag, or when it is false its environment variable.
+absl::Status BoolSetting(const absl::Flag<bool>& flag, const char* env,
+                         bool* out) {
+  *out = absl::GetFlag(flag);
+  if (*out) return absl::OkStatus();
+  const std::string value = absl::AsciiStrToLower(Env(env));
+  if (!value.empty() && !absl::SimpleAtob(value, out)) {
+    return absl::InvalidArgumentError(absl::StrCat(env, ": not a boolean"));
+  }
+  return absl::OkStatus();
 }
 
 void ApplyLogLevel() {
@@ -173,6 +252,9 @@ PyroscopeSinkOptionsFromFlags() {
   o.upload.server_url =
       Setting(FLAGS_server_address, "PYROSCOPE_SERVER_ADDRESS");
   if (o.upload.server_url.empty()) return std::nullopt;
+  if (absl::Status s = ValidateServerUrl(o.upload.server_url); !s.ok()) {
+    return s;
+  }
 
   o.labels.application_name =
       Setting(FLAGS_application_name, "PYROSCOPE_APPLICATION_NAME");
@@ -192,6 +274,31 @@ PyroscopeSinkOptionsFromFlags() {
     }
   }
   o.labels.host_labels = HostLabelsFromEnvironment();
+  for (const auto& [flag, env, label] :
+       {std::make_tuple(&FLAGS_service_repository,
+                        "PYROSCOPE_SERVICE_REPOSITORY", "service_repository"),
+        std::make_tuple(&FLAGS_service_git_ref, "PYROSCOPE_SERVICE_GIT_REF",
+                        "service_git_ref"),
+        std::make_tuple(&FLAGS_service_root_path, "PYROSCOPE_SERVICE_ROOT_PATH",
+                        "service_root_path")}) {
+    const std::string value = Setting(*flag, env);
+    if (value.empty()) continue;
+    if (absl::Status s = ValidateLabelValue(label, value); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(env, ": ", s.message()));
+    }
+    for (const auto& tag : o.labels.tags) {
+      if (tag.first == label) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            label, " is given both as a tag and by ", env, "; give it once"));
+      }
+    }
+    o.labels.source_labels.emplace_back(label, value);
+  }
+  if (absl::Status s = BoolSetting(FLAGS_pid_label, "RINGPROF_PID_LABEL",
+                                   &o.labels.pid_label);
+      !s.ok()) {
+    return s;
+  }
 
   o.upload.basic_auth_user =
       Setting(FLAGS_basic_auth_user, "PYROSCOPE_BASIC_AUTH_USER");
@@ -229,15 +336,40 @@ PyroscopeSinkOptionsFromFlags() {
   }
   o.spool_max_bytes = *spool_bytes;
 
-  o.upload.legacy_ingest = absl::GetFlag(FLAGS_legacy_ingest);
-  if (!o.upload.legacy_ingest) {
-    const std::string env =
-        absl::AsciiStrToLower(Env("RINGPROF_LEGACY_INGEST"));
-    if (!env.empty() && !absl::SimpleAtob(env, &o.upload.legacy_ingest)) {
+  if (absl::Status s =
+          BoolSetting(FLAGS_legacy_ingest, "RINGPROF_LEGACY_INGEST",
+                      &o.upload.legacy_ingest);
+      !s.ok()) {
+    return s;
+  }
+  if (o.upload.legacy_ingest) {
+    Labels all = o.labels.tags;
+    all.insert(all.end(), o.labels.source_labels.begin(),
+               o.labels.source_labels.end());
+    if (std::string problem = LegacyNameProblem(o.labels.application_name, all);
+        !problem.empty()) {
       return absl::InvalidArgumentError(
-          "RINGPROF_LEGACY_INGEST: not a boolean");
+          absl::StrCat("--legacy-ingest: ", problem));
     }
   }
+  absl::StatusOr<uint64_t> request_bytes = ParseByteSize(
+      Setting(FLAGS_max_request_bytes, "RINGPROF_MAX_REQUEST_BYTES", "2M"));
+  if (!request_bytes.ok() || *request_bytes < 64 * 1024) {
+    return absl::InvalidArgumentError(
+        "--max-request-bytes / RINGPROF_MAX_REQUEST_BYTES: a size of at "
+        "least 64K (K/M/G suffixes)");
+  }
+  o.max_request_bytes = *request_bytes;
+  int attempts = absl::GetFlag(FLAGS_upload_attempts);
+  if (const std::string env = Env("RINGPROF_UPLOAD_ATTEMPTS");
+      attempts == 5 && !env.empty() && !absl::SimpleAtoi(env, &attempts)) {
+    return absl::InvalidArgumentError("RINGPROF_UPLOAD_ATTEMPTS: not a number");
+  }
+  if (attempts < 1 || attempts > 100) {
+    return absl::InvalidArgumentError(
+        "--upload-attempts must be between 1 and 100");
+  }
+  o.max_attempts = attempts;
   absl::Duration timeout = absl::GetFlag(FLAGS_upload_timeout);
   if (const std::string env = Env("RINGPROF_UPLOAD_TIMEOUT");
       timeout == absl::Seconds(10) && !env.empty() &&
@@ -262,6 +394,10 @@ absl::Status StartMetricsServerFromFlags() {
   if (const std::string env = Env("RINGPROF_METRICS_PORT");
       port == 0 && !env.empty() && !absl::SimpleAtoi(env, &port)) {
     return absl::InvalidArgumentError("RINGPROF_METRICS_PORT: not a number");
+  }
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        "--metrics-port / RINGPROF_METRICS_PORT: a port from 0 (off) to 65535");
   }
   if (port == 0) return absl::OkStatus();
   const std::string address =

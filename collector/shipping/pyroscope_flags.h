@@ -2,9 +2,11 @@
 // Each flag falls back to an environment variable when not given on the
 // command line: the Pyroscope SDKs' PYROSCOPE_* names where one exists,
 // else RINGPROF_<FLAG NAME> (README.md has the table). Secrets may come
-// from files (--basic-auth-password-file, --auth-token-file); no secret is
-// ever a flag default, so --help never shows one, and no error message
-// quotes one.
+// from files (--basic-auth-password-file, --auth-token-file: read once,
+// regular files of at most 64 KiB); no secret is ever a flag default, so
+// --help never shows one, and no error message quotes one. The secret
+// environment variables are removed once read, so a program `ringprof run`
+// starts does not inherit them.
 #ifndef RINGPROF_COLLECTOR_SHIPPING_PYROSCOPE_FLAGS_H_
 #define RINGPROF_COLLECTOR_SHIPPING_PYROSCOPE_FLAGS_H_
 
@@ -30,6 +32,12 @@ ABSL_DECLARE_FLAG(std::string, spool_dir);
 ABSL_DECLARE_FLAG(std::string, spool_max_bytes);
 ABSL_DECLARE_FLAG(bool, legacy_ingest);
 ABSL_DECLARE_FLAG(absl::Duration, upload_timeout);
+ABSL_DECLARE_FLAG(std::string, max_request_bytes);
+ABSL_DECLARE_FLAG(int, upload_attempts);
+ABSL_DECLARE_FLAG(bool, pid_label);
+ABSL_DECLARE_FLAG(std::string, service_repository);
+ABSL_DECLARE_FLAG(std::string, service_git_ref);
+ABSL_DECLARE_FLAG(std::string, service_root_path);
 ABSL_DECLARE_FLAG(int, metrics_port);
 ABSL_DECLARE_FLAG(std::string, metrics_address);
 

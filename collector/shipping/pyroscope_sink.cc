@@ -27,7 +27,16 @@ struct ShippingMetrics {
                                             "Profiles accepted by Pyroscope.");
   Counter& failed = Metrics::Get().GetCounter(
       "ringprof_profiles_failed_total",
-      "Profiles Pyroscope rejected with a status retrying cannot fix.");
+      "Profiles Pyroscope refused for good: a status retrying cannot fix, or "
+      "a retryable answer to every allowed attempt.");
+  Counter& trimmed = Metrics::Get().GetCounter(
+      "ringprof_profiles_trimmed_total",
+      "Profiles whose smallest stacks were folded into [trimmed] to keep the "
+      "request under the ingestion burst (--max-request-bytes).");
+  Counter& labels_dropped = Metrics::Get().GetCounter(
+      "ringprof_labels_dropped_total",
+      "Workload labels left out of a series: invalid name, a name the "
+      "collector owns, already set, empty value, or no room left.");
   Counter& invalid = Metrics::Get().GetCounter(
       "ringprof_profiles_invalid_total",
       "Profiles not sent because they break Pyroscope's validation rules.");
@@ -169,25 +178,60 @@ size_t PyroscopeSink::OutstandingForTest() {
 }
 
 bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
-  const Labels labels = BuildSeriesLabels(options_.labels, profile.name,
-                                          profile.service_name, profile.labels);
-  if (absl::Status s = ValidateSeriesLabels(labels); !s.ok()) {
+  SeriesLabels series = BuildSeriesLabels(options_.labels, profile);
+  if (!series.dropped.empty()) {
+    M().labels_dropped.Add(series.dropped.size());
+    std::string names;
+    for (const DroppedLabel& d : series.dropped) {
+      absl::StrAppend(&names, names.empty() ? "" : "; ", "\"", d.name,
+                      "\": ", d.reason);
+    }
+    log_.Log(
+        LogLevel::kWarning, "dropped-labels",
+        absl::StrCat("left ", series.dropped.size(), " workload labels of pid ",
+                     profile.pid, " out of its series (", names, ")"));
+  }
+  const Labels& labels = series.labels;
+  auto invalid = [&](absl::string_view key, absl::string_view why) {
     M().invalid.Add(1);
     ++Tally(profile.from_unix_ns, profile.until_unix_ns).invalid;
-    log_.Log(LogLevel::kError, "invalid-labels",
+    log_.Log(LogLevel::kError, std::string(key),
              absl::StrCat("not sending a ", profile.name, " profile of pid ",
-                          profile.pid, ": ", s.message()));
+                          profile.pid, ": ", why));
     return false;
+  };
+  if (absl::Status s = ValidateSeriesLabels(labels); !s.ok()) {
+    return invalid("invalid-labels", s.message());
+  }
+  const size_t label_bytes = RequestCost(labels, 0);
+  if (RequestCost(labels, profile.pprof.size()) > options_.max_request_bytes) {
+    if (label_bytes >= options_.max_request_bytes) {
+      return invalid("over-budget",
+                     "its labels alone exceed the request budget");
+    }
+    const size_t before = profile.pprof.size();
+    absl::StatusOr<std::string> fitted =
+        FitProfile(profile.pprof, options_.max_request_bytes - label_bytes);
+    if (!fitted.ok()) return invalid("over-budget", fitted.status().message());
+    profile.pprof = std::move(*fitted);
+    M().trimmed.Add(1);
+    log_.Log(LogLevel::kInfo, "trimmed",
+             absl::StrCat("trimmed a ", profile.name, " profile of pid ",
+                          profile.pid, " from ", before, " to ",
+                          profile.pprof.size(),
+                          " bytes to stay under the request budget of ",
+                          options_.max_request_bytes,
+                          " bytes (Pyroscope's ingestion burst)"));
   }
   absl::StatusOr<ProfileFacts> facts =
       ValidateProfile(profile.pprof, UnixNowNs(), options_.limits);
   if (!facts.ok()) {
-    const bool expired = absl::IsOutOfRange(facts.status());
-    (expired ? M().expired : M().invalid).Add(1);
-    WindowTally& tally = Tally(profile.from_unix_ns, profile.until_unix_ns);
-    ++(expired ? tally.expired : tally.invalid);
-    log_.Log(expired ? LogLevel::kWarning : LogLevel::kError,
-             expired ? "expired" : "invalid-pprof",
+    if (!absl::IsOutOfRange(facts.status())) {
+      return invalid("invalid-pprof", facts.status().message());
+    }
+    M().expired.Add(1);
+    ++Tally(profile.from_unix_ns, profile.until_unix_ns).expired;
+    log_.Log(LogLevel::kWarning, "expired",
              absl::StrCat("not sending a ", profile.name, " profile of pid ",
                           profile.pid, ": ", facts.status().message()));
     return false;
@@ -313,17 +357,14 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
       backoff_ms_ = 0;
       retry_at_ns_ = 0;
       return true;
+    case UploadResult::Outcome::kRetryProfile:
+      return RetryProfileLater(*record, from_backlog, result, what);
     case UploadResult::Outcome::kRetry:
       break;
   }
   M().retries.Add(1);
   if (!from_backlog) MovePendingToBacklog();
-  backoff_ms_ = backoff_ms_ == 0
-                    ? options_.initial_backoff_ms
-                    : std::min(backoff_ms_ * 2, options_.max_backoff_ms);
-  const int64_t delay_ms =
-      std::max(Jittered(backoff_ms_), result.retry_after_ms);
-  retry_at_ns_ = MonotonicNowNs() + delay_ms * kNsPerMs;
+  const int64_t delay_ms = Backoff(result.retry_after_ms);
   const std::string message =
       absl::StrCat("upload of a ", what, " profile failed (", result.message,
                    "); keeping ", backlog_->size(), " profiles in the ",
@@ -335,6 +376,51 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
   } else {
     log_.Log(LogLevel::kWarning, "retry", message);
   }
+  return false;
+}
+
+int64_t PyroscopeSink::Backoff(int64_t retry_after_ms) {
+  backoff_ms_ = backoff_ms_ == 0
+                    ? options_.initial_backoff_ms
+                    : std::min(backoff_ms_ * 2, options_.max_backoff_ms);
+  // Retry-After is honoured, but a server asking for years gets a minute.
+  const int64_t delay_ms = std::min(
+      std::max(Jittered(backoff_ms_), retry_after_ms), options_.max_backoff_ms);
+  retry_at_ns_ = MonotonicNowNs() + delay_ms * kNsPerMs;
+  return delay_ms;
+}
+
+bool PyroscopeSink::RetryProfileLater(const SpoolRecord& record,
+                                      bool from_backlog,
+                                      const UploadResult& result,
+                                      const std::string& what) {
+  M().retries.Add(1);
+  SpoolRecord again = record;  // `record` is the queue's front
+  again.set_attempts(record.attempts() + 1);
+  if (from_backlog) {
+    backlog_->PopFront();
+  } else {
+    pending_.pop_front();
+    MovePendingToBacklog();
+  }
+  const int64_t delay_ms = Backoff(result.retry_after_ms);
+  if (static_cast<int>(again.attempts()) >= options_.max_attempts) {
+    M().failed.Add(1);
+    ++Tally(again.from_unix_ns(), again.until_unix_ns()).rejected;
+    log_.Log(LogLevel::kError, absl::StrCat("gave-up-", result.http_status),
+             absl::StrCat("Pyroscope answered a ", what, " profile ",
+                          again.attempts(), " times with a retryable status (",
+                          result.message, "); gave it up"));
+    return false;
+  }
+  // Behind everything queued: the next profile goes first, after the wait.
+  ToBacklog(again);
+  log_.Log(LogLevel::kWarning, absl::StrCat("retry-", result.http_status),
+           absl::StrCat(
+               "Pyroscope answered a ", what, " profile with ", result.message,
+               " (attempt ", again.attempts(), " of ", options_.max_attempts,
+               "); it goes behind the ", backlog_->size() - 1,
+               " other queued profiles, next upload in ", delay_ms, " ms"));
   return false;
 }
 

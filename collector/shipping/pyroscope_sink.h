@@ -12,18 +12,27 @@
 //  - A rejection retrying cannot fix (4xx other than 408/429) drops that
 //    profile; it is counted and logged with the server's message, at most
 //    once a minute per status.
-//  - A retryable failure (5xx, 408, 429, transport error, timeout) moves the
-//    profile and everything queued after it to the backlog (a disk spool
-//    when a directory is configured, else memory) and waits: exponential
-//    backoff with jitter, at least Retry-After. While the backlog is not
-//    empty new profiles go behind it, so profiles are uploaded in the order
-//    they were submitted. Replay sends the oldest first and skips (counts as
-//    expired) those whose time_nanos would be outside Pyroscope's ingestion
-//    window by the time they arrive.
+//  - The server is away (connection refused, DNS, TLS, timeout, 502, 503,
+//    504): the profile and everything queued after it go to the backlog (a
+//    disk spool when a directory is configured, else memory) and uploads
+//    pause: exponential backoff with jitter, or the server's Retry-After,
+//    whichever is longer, never more than max_backoff_ms. While the backlog
+//    is not empty new profiles go behind it. Replay sends the oldest first
+//    and skips (counts as expired) those whose time_nanos would be outside
+//    Pyroscope's ingestion window by the time they arrive.
+//  - The server answered this profile with another retryable status (408,
+//    429, 500...): the profile counts an attempt and goes to the back of
+//    the backlog, so later profiles go ahead after one backoff; after
+//    max_attempts it is given up (counted as failed, logged with the
+//    server's message). One bad profile never holds the queue.
+//  - Before queueing, a profile whose request would exceed
+//    max_request_bytes (Pyroscope's ingestion burst, see request_budget.h)
+//    is trimmed to fit.
 //  - The backlog is bounded in bytes; when full the oldest are dropped and
 //    counted. A disk spool left by an earlier run is replayed on start.
 //  - Delivery is at-least-once: a request that timed out may have been
-//    ingested; its retry carries the same profile ID.
+//    ingested. Its retry carries the same RawSample.ID, but Pyroscope
+//    replaces that ID with its own, so such a profile is stored twice.
 //
 // Thread-safety: Submit and Flush from one thread (the collector's
 // processing thread), per ProfileSink; all other work happens on the upload
@@ -49,6 +58,7 @@
 #include "collector/shipping/labels.h"
 #include "collector/shipping/log.h"
 #include "collector/shipping/pprof_validation.h"
+#include "collector/shipping/request_budget.h"
 #include "collector/sink/sink.h"
 
 namespace ringprof {
@@ -74,7 +84,14 @@ struct PyroscopeSinkOptions {
   // oldest (counted): the upload thread is stuck on disk I/O.
   size_t inbox_max_profiles = 4096;
   int64_t initial_backoff_ms = 1000;
+  // Also the cap on a server's Retry-After.
   int64_t max_backoff_ms = 60000;
+  // Uploads of one profile the server may answer with a retryable status
+  // before the profile is given up.
+  int max_attempts = 5;
+  // Bound on one request as Pyroscope's rate limiter counts it (labels +
+  // uncompressed pprof): its default ingestion_burst_size_mb.
+  size_t max_request_bytes = size_t{2} << 20;
   ProfileLimits limits;
   // A backlog profile is sent only if it is still this far inside the
   // ingestion window (transit time, clock skew).
@@ -115,6 +132,12 @@ class PyroscopeSink final : public ProfileSink {
   // Uploads the oldest outstanding profile; returns false after a retryable
   // failure (backoff set).
   bool SendOldest(bool from_backlog);
+  // The server answered `record` (the queue's front) with a retryable
+  // status: one more attempt counted, then given up or queued last.
+  bool RetryProfileLater(const SpoolRecord& record, bool from_backlog,
+                         const UploadResult& result, const std::string& what);
+  // Grows the backoff and sets retry_at_ns_; returns the wait in ms.
+  int64_t Backoff(int64_t retry_after_ms);
   void PublishGauges();
   // Per-window outcome counts, logged as one info line per window once
   // everything submitted so far is settled (sent, rejected, expired).

@@ -145,7 +145,9 @@ TEST(PyroscopeSinkTest, HappyPathSendsEverySeriesAndTypeEveryWindow) {
     EXPECT_EQ(a.time_nanos, windows[i / 4]);
     EXPECT_EQ(a.duration_nanos, 10 * kSecond);
     EXPECT_EQ(a.labels.at("__name__"), (i % 2 == 0) ? "process_cpu" : "memory");
-    EXPECT_EQ(a.labels.at("pid"), (i % 4 < 2) ? "101" : "102");
+    EXPECT_EQ(a.labels.at("__session_id__"),
+              (i % 4 < 2) ? "0000000000000065" : "0000000000000066");
+    EXPECT_EQ(a.labels.count("pid"), 0u);
     EXPECT_EQ(a.labels.at("service_name"), "svc");
     EXPECT_EQ(a.labels.at("hostname"), "testhost");
     EXPECT_EQ(a.labels.at("env"), "test");
@@ -241,7 +243,9 @@ TEST(PyroscopeSinkTest, HonoursRetryAfterOn429) {
   ASSERT_TRUE(
       receiver->Fault(R"({"status": 429, "retry_after": 1, "count": 1})").ok());
   CounterDelta retries("ringprof_upload_retries_total");
-  auto sink = MakeSink(BaseOptions(receiver->url()));  // 20 ms backoff
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.max_backoff_ms = 5000;  // the cap on Retry-After
+  auto sink = MakeSink(options);  // 20 ms backoff
   ASSERT_NE(sink, nullptr);
   SubmitCpu(*sink, AlignedWindowStartNs(1));
   ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 1); }, kWaitMs));
@@ -538,7 +542,7 @@ TEST(PyroscopeSinkTest, LegacyIngestMode) {
   EXPECT_EQ(accepted[0].until_ns, from + 10 * kSecond);
   EXPECT_EQ(accepted[0].labels.at("service_name"), "svc");
   EXPECT_EQ(accepted[0].labels.at("env"), "test");
-  EXPECT_EQ(accepted[0].labels.at("pid"), "100");
+  EXPECT_EQ(accepted[0].labels.at("__session_id__"), "0000000000000064");
 }
 
 TEST(PyroscopeSinkTest, FlushWithoutSpoolDuringOutageReportsWhatIsLost) {

@@ -20,13 +20,20 @@ namespace collector {
 struct WindowProfile {
   // Pyroscope's __name__: "process_cpu" (CPU time) or "memory" (allocations).
   std::string name;
-  // Series labels besides __name__: service_name, pid, ... (bounded set;
-  // never per-thread).
+  // Series labels the collector sets besides __name__: service_name,
+  // ringprof_cpu_source (bounded set; never per-thread).
   std::vector<std::pair<std::string, std::string>> labels;
+  // Labels the workload named (its Label records): untrusted, any bytes.
+  // Sinks that use them sanitize them and never let them replace a label
+  // the collector owns (collector/shipping/labels.h).
+  std::vector<std::pair<std::string, std::string>> workload_labels;
+  // Pyroscope's __session_id__ for this process: 16 lower-case hex digits,
+  // stable for the process's life (empty: none).
+  std::string session_id;
   int64_t from_unix_ns = 0;   // window start, wall clock
   int64_t until_unix_ns = 0;  // window end (exclusive)
   // Serialized perftools.profiles.Profile, uncompressed, already valid under
-  // Pyroscope's rules (see ../shared notes §6 and collector/README.md).
+  // Pyroscope's rules (collector/pprof_validate.h).
   std::string pprof;
   uint32_t pid = 0;
   std::string service_name;

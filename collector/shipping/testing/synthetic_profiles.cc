@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <cstdio>
 #include <map>
 #include <random>
 
@@ -93,7 +94,10 @@ WindowProfile MakeWindowProfile(const std::string& name,
 
   WindowProfile w;
   w.name = name;
-  w.labels = {{"service_name", service}, {"pid", std::to_string(pid)}};
+  w.labels = {{"service_name", service}};
+  char session[17];
+  std::snprintf(session, sizeof(session), "%016x", pid);
+  w.session_id = session;
   w.from_unix_ns = from_unix_ns;
   w.until_unix_ns = until_unix_ns;
   w.pprof = p.SerializeAsString();

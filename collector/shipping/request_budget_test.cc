@@ -1,0 +1,89 @@
+#include "collector/shipping/request_budget.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "collector/profile/pprof_builder.h"
+#include "collector/profile/pprof_validate.h"
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace collector {
+namespace shipping {
+namespace {
+
+using perftools::profiles::Profile;
+
+// A memory profile of `stacks` distinct 20-frame stacks with long names.
+std::string BigProfile(int stacks) {
+  ProfileSpec spec = MemoryProfileSpec();
+  spec.time_nanos = 1'700'000'000'000'000'000;
+  PprofBuilder b(spec);
+  MappingSpec m;
+  m.filename = "/bin/app";
+  const auto mapping = b.InternMapping(m);
+  for (int s = 0; s < stacks; ++s) {
+    std::vector<PprofBuilder::LocationId> stack;
+    for (int f = 0; f < 20; ++f) {
+      LineSpec line{
+          absl::StrCat("ns::Class<", s, ">::method_", f, std::string(60, 'x')),
+          "src/file.cc", f};
+      stack.push_back(b.InternLocation(mapping, 0x1000 + s * 64 + f,
+                                       absl::MakeConstSpan(&line, 1)));
+    }
+    b.AddSample(stack, {1 + s, 100 * (1 + s)});
+  }
+  return b.Build().SerializeAsString();
+}
+
+int64_t Total(const Profile& p, int index) {
+  int64_t sum = 0;
+  for (const auto& s : p.sample()) sum += s.value(index);
+  return sum;
+}
+
+TEST(RequestBudgetTest, CostCountsLabelsAndProfile) {
+  EXPECT_EQ(RequestCost({{"__name__", "memory"}, {"a", "bc"}}, 100),
+            100u + 8 + 6 + 1 + 2);
+}
+
+TEST(RequestBudgetTest, FitsAProfileKeepingTotalsAndTheLargestStacks) {
+  const std::string big = BigProfile(3000);
+  ASSERT_GT(big.size(), 2u << 20);
+  absl::StatusOr<std::string> fitted = FitProfile(big, 1 << 20);
+  ASSERT_TRUE(fitted.ok()) << fitted.status();
+  EXPECT_LE(fitted->size(), 1u << 20);
+  Profile before, after;
+  ASSERT_TRUE(before.ParseFromString(big));
+  ASSERT_TRUE(after.ParseFromString(*fitted));
+  EXPECT_TRUE(ValidatePprof(after).ok()) << ValidatePprof(after);
+  EXPECT_LT(after.sample_size(), before.sample_size());
+  EXPECT_EQ(Total(after, 0), Total(before, 0));
+  EXPECT_EQ(Total(after, 1), Total(before, 1));
+  EXPECT_EQ(after.time_nanos(), before.time_nanos());
+  EXPECT_EQ(after.string_table(after.sample_type(1).type()), "alloc_space");
+  // The largest stack is still there, whole.
+  bool has_largest = false;
+  for (const auto& s : after.sample()) {
+    has_largest |= s.value(1) == 300000 && s.location_id_size() == 20;
+  }
+  EXPECT_TRUE(has_largest);
+  bool has_trimmed = false;
+  for (const auto& f : after.function()) {
+    has_trimmed |= after.string_table(f.name()) == "[trimmed]";
+  }
+  EXPECT_TRUE(has_trimmed);
+}
+
+TEST(RequestBudgetTest, SmallProfileUnchangedAndGarbageRefused) {
+  const std::string small = BigProfile(3);
+  EXPECT_EQ(*FitProfile(small, 1 << 20), small);
+  EXPECT_FALSE(FitProfile(std::string(100, '\xff'), 10).ok());
+  EXPECT_EQ(FitProfile(small, 8).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace shipping
+}  // namespace collector
+}  // namespace ringprof
