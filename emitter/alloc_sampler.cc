@@ -41,10 +41,18 @@ uint64_t ThreadSeed() {
 
 __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   SamplerState& state = tls_thread_state.sampler;
+  if (!Enabled()) {
+    // Off (RINGPROF_DISABLE, no ring file, after exit) or not started yet:
+    // no clock read, no random draw, and the next visit only after another
+    // T bytes. A disabled emitter must cost what a pass-through interposer
+    // costs, also where a clock read is a system call (gVisor).
+    ParkCountdown(state, SessionSamplerParams());
+    return;
+  }
   const uint64_t seed = state.rng == 0 ? ThreadSeed() : 0;  // first time only
   const SampleDecision decision = OnCountdownExpired(
       state, SessionSamplerParams(), size, MonotonicNowNs, seed);
-  if (!decision.sample || !Enabled()) return;
+  if (!decision.sample) return;
   ReentryGuard guard;
   if (!guard.entered()) {
     // An allocation made by the emitter itself, or by a signal handler that

@@ -5,11 +5,13 @@
 // its own CPU-time clock (timer_create(CLOCK_THREAD_CPUTIME_ID) with
 // SIGEV_THREAD_ID), so a thread is interrupted only after it has itself
 // consumed one period of CPU, and the signal lands on that very thread. The
-// handler reads the thread's CPU clock (the sample's weight is the CPU time
-// since the thread's previous sample, so the weights add up to the thread's
-// CPU time whatever the timer's granularity), captures the stack through the
-// signal frame and appends a CpuSample. Timers are made with raw syscalls (no
-// glibc timer bookkeeping, nothing allocated) and tracked in a fixed
+// handler makes no system call (in gVisor each would be a round trip through
+// the sandbox's kernel): a sample's weight is the CPU time of the expiries
+// it stands for, the period times 1 + si_overrun, so the weights add up to
+// the thread's CPU time up to its last expiry; it captures the stack through
+// the signal frame and appends a CpuSample. Timers are made with raw
+// syscalls (no glibc timer bookkeeping, nothing allocated) and tracked in a
+// fixed
 // lock-free registry so that Shutdown can delete every one of them.
 #include "emitter/cpu_timer.h"
 
@@ -201,7 +203,10 @@ std::atomic<int64_t> g_registry[kMaxTimers];
 struct ThreadTimer {
   int32_t slot;
   int32_t timer_id;
-  uint64_t last_cpu_ns;  // thread CPU clock at the previous sample
+  // CPU time the next expiry stands for: the first one comes after a
+  // spread-out fraction of a period (see ArmCurrentThread), later ones after
+  // a whole period.
+  int64_t next_expiry_ns;
 };
 __thread ThreadTimer t_timer
     __attribute__((tls_model("initial-exec"))) = {-1, 0, 0};
@@ -232,13 +237,6 @@ int TimerArm(int timer_id, int64_t first_ns, int64_t period_ns) {
 }
 
 void TimerDelete(int timer_id) { syscall(SYS_timer_delete, timer_id); }
-
-uint64_t ThreadCpuNs() {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // ---------------------------------------------------------------------------
 // The real sigaction, past our interposer (see the end of this file).
@@ -284,19 +282,22 @@ int FindInterruptedFrame(const uint64_t* frames, int count, uintptr_t pc) {
   return -1;
 }
 
-void RecordSample(void* ucontext) {
-  // The weight is the CPU time since the previous sample, read from the
-  // clock rather than assumed: the weights then add up to the thread's CPU
-  // time even where the clock is coarse (gVisor's ticks every 10 ms) or an
-  // expiry was late. A zero delta is recorded as zero.
-  const uint64_t cpu_now = ThreadCpuNs();
-  uint64_t period_ns = static_cast<uint64_t>(g_period_ns);
-  if (cpu_now != 0) {
-    period_ns =
-        cpu_now >= t_timer.last_cpu_ns ? cpu_now - t_timer.last_cpu_ns : 0;
-    t_timer.last_cpu_ns = cpu_now;
-  }
+// The CPU time a timer signal stands for. Expiries fall exactly on the
+// thread's CPU clock: at the first expiry and every period after it. A
+// signal delivered late (natively expiries are noticed on scheduler ticks,
+// in gVisor at its 10 ms clock steps; or the thread had it blocked) carries
+// the expiries it merged in si_overrun. So the weights add up to the
+// thread's CPU time up to its last expiry, without reading any clock.
+uint64_t ExpiryWeightNs(const siginfo_t* info) {
+  const int overrun = info->si_overrun > 0 ? info->si_overrun : 0;
+  const uint64_t weight =
+      static_cast<uint64_t>(t_timer.next_expiry_ns) +
+      static_cast<uint64_t>(overrun) * static_cast<uint64_t>(g_period_ns);
+  t_timer.next_expiry_ns = g_period_ns;
+  return weight;
+}
 
+void RecordSample(void* ucontext, uint64_t period_ns) {
   uint64_t frames[kMaxSampleFrames + kHandlerFrameSlack];
   int max_frames = MaxFrames();
   if (max_frames > kMaxSampleFrames || max_frames <= 0) {
@@ -359,7 +360,7 @@ void OnCpuTimerSignal(int /*signo*/, siginfo_t* info, void* ucontext) {
   if (info != nullptr && info->si_code == SI_TIMER &&
       info->si_value.sival_int == kTimerCookie && t_timer.slot >= 0 &&
       g_state.load(std::memory_order_relaxed) == State::kRunning && Enabled()) {
-    RecordSample(ucontext);
+    RecordSample(ucontext, ExpiryWeightNs(info));
   }
   errno = saved_errno;
 }
@@ -419,14 +420,14 @@ void ArmCurrentThread() {
     ReportArmFailureOnce("timer_create failed", error);
     return;
   }
-  t_timer.last_cpu_ns = ThreadCpuNs();
-  t_timer.timer_id = timer_id;
-  t_timer.slot = slot;
   // Spread the first expiry over one period so that threads started
   // together do not take their samples in lockstep.
   const int64_t first_ns =
       1 + static_cast<int64_t>((static_cast<uint64_t>(tid) * 2654435761u) %
                                static_cast<uint64_t>(g_period_ns));
+  t_timer.next_expiry_ns = first_ns;
+  t_timer.timer_id = timer_id;
+  t_timer.slot = slot;
   TimerArm(timer_id, first_ns, g_period_ns);
   int64_t expected = kArming;
   if (!g_registry[slot].compare_exchange_strong(expected, timer_id + 1,

@@ -24,6 +24,7 @@
 #include "emitter/libc_features.h"
 #include "emitter/module_map.h"
 #include "emitter/ring_dir_cap.h"
+#include "emitter/sample_clock.h"
 #include "emitter/session.h"
 #include "emitter/thread_state.h"
 #include "ringfile/format.h"
@@ -322,12 +323,7 @@ uint32_t CurrentTid() {
   return tid;
 }
 
-uint64_t MonotonicNowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t MonotonicNowNs() { return SampleClockNowNs(); }
 
 int MaxFrames() { return g_config.max_frames; }
 
@@ -369,6 +365,7 @@ void StartSession() {
   LoadConfig(LookupEnv, ReportToStderr, name_source, &g_config);
   if (g_config.disabled) return;
   ReportMissingLibcFeatures();
+  SampleClockInit();
   ConfigureSampler();
   RecordMainThreadStack();
   // Runs the unwinder once outside malloc so anything it sets up lazily is

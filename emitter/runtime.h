@@ -26,7 +26,8 @@ bool AppendRecord(ringfile::RecordType type, const void* head,
 // The calling thread's kernel tid, cached in initial-exec TLS.
 uint32_t CurrentTid();
 
-// CLOCK_MONOTONIC in nanoseconds (vDSO; no syscall natively).
+// CLOCK_MONOTONIC in nanoseconds, without a system call where reading the
+// clock would be one (gVisor): see sample_clock.h.
 uint64_t MonotonicNowNs();
 
 // Captures the calling thread's return addresses, innermost first, skipping

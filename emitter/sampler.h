@@ -83,6 +83,13 @@ inline bool CountdownExpired(SamplerState& state, size_t size) {
   return __builtin_expect(state.countdown <= 0, 0);
 }
 
+// For a thread that must not sample now (the emitter is off): the fast path
+// next expires after T bytes, without touching the Poisson process (its
+// gaps are memoryless, so resuming later biases nothing).
+inline void ParkCountdown(SamplerState& state, const SamplerParams& params) {
+  state.countdown = state.armed = params.mean_bytes;
+}
+
 using ClockFn = uint64_t (*)();
 
 // The slow path, for the allocation of `size` bytes whose CountdownExpired
