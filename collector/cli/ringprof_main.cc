@@ -7,6 +7,7 @@
 //   ringprof dump RING_FILE               what a ring file holds
 //
 // See collector/README.md for every flag and the output layout.
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -191,7 +192,9 @@ int Fail(const absl::Status& status, int code = 2) {
   return code;
 }
 
-void PrintLocalOutput(const LocalSink& local, const LocalOutput& out) {
+// `fate`: how the profiled command ended, for `run` (null for collect).
+void PrintLocalOutput(const LocalSink& local, const LocalOutput& out,
+                      const std::string* fate) {
   std::fprintf(stderr, "\nringprof: profiles in %s/\n",
                local.out_dir().c_str());
   if (!out.cpu_flamegraph.empty()) {
@@ -204,6 +207,9 @@ void PrintLocalOutput(const LocalSink& local, const LocalOutput& out) {
   }
   if (!out.top_table.empty()) {
     std::fprintf(stderr, "\n%s", out.top_table.c_str());
+  } else if (fate != nullptr && absl::StartsWith(*fate, "was killed")) {
+    std::fprintf(stderr, "ringprof: no samples were recorded: the program %s\n",
+                 fate->c_str());
   } else {
     std::fprintf(stderr,
                  "ringprof: no samples were recorded (the program ran too "
@@ -212,8 +218,35 @@ void PrintLocalOutput(const LocalSink& local, const LocalOutput& out) {
   }
 }
 
+size_t CountRingFiles(const std::string& dir) {
+  size_t count = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* entry = ::readdir(d)) {
+      if (absl::EndsWith(entry->d_name, ".ring")) ++count;
+    }
+    ::closedir(d);
+  }
+  return count;
+}
+
+// After the command exited: lets the collector open every ring its
+// processes made (a process makes one only if it sampled) and see them end,
+// for at most --drain-timeout (a descendant still running keeps its ring
+// open). In a shared --ring-dir other processes' rings are not waited for.
+void WaitForRingsToEnd(const Collector& collector, const std::string& dir,
+                       bool own_dir) {
+  const size_t expected = own_dir ? CountRingFiles(dir) : 0;
+  const absl::Time deadline = absl::Now() + absl::GetFlag(FLAGS_drain_timeout);
+  while (absl::Now() < deadline &&
+         (collector.rings_opened() < expected ||
+          collector.rings_ended() < collector.rings_opened())) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
 // Stops the collector, flushes, writes the local summary.
-int Finish(Collector& collector, Sinks& sinks, bool print) {
+int Finish(Collector& collector, Sinks& sinks, bool print,
+           const std::string* fate = nullptr) {
   collector.Stop();
   const int64_t deadline =
       MonotonicNowNs() +
@@ -230,7 +263,7 @@ int Finish(Collector& collector, Sinks& sinks, bool print) {
     absl::StatusOr<LocalOutput> out =
         sinks.local->Finalize(absl::GetFlag(FLAGS_top));
     if (!out.ok()) return Fail(out.status(), 1);
-    if (print) PrintLocalOutput(*sinks.local, *out);
+    if (print) PrintLocalOutput(*sinks.local, *out, fate);
   }
   return flushed.ok() ? 0 : 1;
 }
@@ -261,14 +294,6 @@ int RunCommand(const std::vector<std::string>& command) {
     absl::Status dir = EnsureWritableDirectory(options->drainer.ring_dir);
     if (!dir.ok()) return Fail(dir);
   }
-  // Before any thread exists, so that all of them inherit the mask.
-  BlockForwardedSignals();
-  std::unique_ptr<Symbolizer> symbolizer =
-      Symbolizer::Create(SymbolizerOptionsFromFlags());
-  Collector collector(*options, symbolizer.get(), sinks->tee.get());
-  absl::Status started = collector.Start();
-  if (!started.ok()) return Fail(started);
-
   std::string preload = *emitter;
   if (const char* existing = std::getenv("LD_PRELOAD")) {
     if (*existing != '\0') preload = absl::StrCat(preload, ":", existing);
@@ -278,27 +303,29 @@ int RunCommand(const std::vector<std::string>& command) {
   if (!absl::GetFlag(FLAGS_service).empty()) {
     env.emplace_back("RINGPROF_SERVICE_NAME", absl::GetFlag(FLAGS_service));
   }
-  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(command, env);
-  int exit_code = 127;
+  // Before any thread exists: every thread inherits the mask, and the
+  // command's supervisor is forked from a single-threaded process.
+  BlockForwardedSignals();
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(
+      command, env, own_ring_dir ? options->drainer.ring_dir : "");
   if (!child.ok()) {
     LogError(child.status().message());
-  } else {
-    exit_code = child->Wait();
-    // Let the rings of the command (and of children it left behind) end.
-    const absl::Time deadline =
-        absl::Now() + absl::GetFlag(FLAGS_drain_timeout);
-    while (absl::Now() < deadline &&
-           (collector.rings_opened() == 0 ||
-            collector.rings_ended() < collector.rings_opened())) {
-      absl::SleepFor(absl::Milliseconds(10));
-    }
+    return 127;
   }
-  const int finished = Finish(collector, *sinks, child.ok());
-  if (own_ring_dir) {
-    if (::rmdir(options->drainer.ring_dir.c_str()) != 0) {
-      LogInfo(absl::StrCat("ring files kept in ", options->drainer.ring_dir));
-    }
-  }
+  std::unique_ptr<Symbolizer> symbolizer =
+      Symbolizer::Create(SymbolizerOptionsFromFlags());
+  Collector collector(*options, symbolizer.get(), sinks->tee.get());
+  absl::Status started = collector.Start();
+  if (!started.ok()) return Fail(started);  // the supervisor stops the command
+
+  const CommandFate fate = child->Wait();
+  WaitForRingsToEnd(collector, options->drainer.ring_dir, own_ring_dir);
+  const std::string described = fate.Describe();
+  const int finished = Finish(collector, *sinks, /*print=*/true, &described);
+  child->Finish();  // deletes our ring directory
+  std::fprintf(stderr, "ringprof: %s %s\n", command[0].c_str(),
+               described.c_str());
+  const int exit_code = fate.ShellStatus();
   if (finished != 0 && exit_code == 0) return finished;
   return exit_code;
 }
