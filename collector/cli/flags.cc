@@ -54,6 +54,12 @@ ABSL_FLAG(std::vector<std::string>, symbols_dir, {},
           "(.build-id/ab/cdef....debug).");
 ABSL_FLAG(bool, debuginfod, true,
           "Fetch debug info from debuginfod when DEBUGINFOD_URLS is set.");
+ABSL_FLAG(int64_t, symbols_cache_mib, 512,
+          "Memory budget of the symbolizer (symbol indexes, DWARF read into "
+          "memory, cached results), MiB; least recently used modules are "
+          "dropped beyond it.");
+ABSL_FLAG(int64_t, symbols_max_file_mib, 2048,
+          "Largest binary or debug file the symbolizer reads, MiB.");
 ABSL_FLAG(std::string, proc_root, "/proc",
           "Where the workload's /proc is visible (binaries are looked up in "
           "<proc-root>/<pid>/root/ first).");
@@ -191,13 +197,24 @@ absl::StatusOr<CollectorOptions> CollectorOptionsFromFlags() {
   return options;
 }
 
-SymbolizerOptions SymbolizerOptionsFromFlags() {
+absl::StatusOr<SymbolizerOptions> SymbolizerOptionsFromFlags() {
   SymbolizerOptions options;
   for (const std::string& dir : absl::GetFlag(FLAGS_symbols_dir)) {
     if (!dir.empty()) options.symbol_dirs.push_back(dir);
   }
   options.proc_root = absl::GetFlag(FLAGS_proc_root);
   options.use_debuginfod = absl::GetFlag(FLAGS_debuginfod);
+  const int64_t cache_mib = absl::GetFlag(FLAGS_symbols_cache_mib);
+  const int64_t file_mib = absl::GetFlag(FLAGS_symbols_max_file_mib);
+  constexpr int64_t kMaxMib = int64_t{1} << 30;  // 1 PiB: no overflow below
+  if (cache_mib < 1 || cache_mib > kMaxMib) {
+    return absl::InvalidArgumentError("--symbols-cache-mib must be >= 1");
+  }
+  if (file_mib < 1 || file_mib > kMaxMib) {
+    return absl::InvalidArgumentError("--symbols-max-file-mib must be >= 1");
+  }
+  options.cache_bytes = static_cast<uint64_t>(cache_mib) << 20;
+  options.max_file_bytes = static_cast<uint64_t>(file_mib) << 20;
   return options;
 }
 

@@ -43,7 +43,7 @@ void ConfigureUsage();
 
 // Options from flags; InvalidArgument for inconsistent values.
 absl::StatusOr<CollectorOptions> CollectorOptionsFromFlags();
-SymbolizerOptions SymbolizerOptionsFromFlags();
+absl::StatusOr<SymbolizerOptions> SymbolizerOptionsFromFlags();
 
 }  // namespace collector
 }  // namespace ringprof

@@ -275,6 +275,9 @@ int RunCommand(const std::vector<std::string>& command) {
   }
   absl::StatusOr<CollectorOptions> options = CollectorOptionsFromFlags();
   if (!options.ok()) return Fail(options.status());
+  absl::StatusOr<SymbolizerOptions> symbolizer_options =
+      SymbolizerOptionsFromFlags();
+  if (!symbolizer_options.ok()) return Fail(symbolizer_options.status());
   absl::StatusOr<std::string> emitter = FindEmitter();
   if (!emitter.ok()) return Fail(emitter.status());
   std::string output_dir = absl::GetFlag(FLAGS_output_dir);
@@ -313,7 +316,7 @@ int RunCommand(const std::vector<std::string>& command) {
     return 127;
   }
   std::unique_ptr<Symbolizer> symbolizer =
-      Symbolizer::Create(SymbolizerOptionsFromFlags());
+      Symbolizer::Create(*symbolizer_options);
   Collector collector(*options, symbolizer.get(), sinks->tee.get());
   absl::Status started = collector.Start();
   if (!started.ok()) return Fail(started);  // the supervisor stops the command
@@ -333,6 +336,9 @@ int RunCommand(const std::vector<std::string>& command) {
 int CollectCommand() {
   absl::StatusOr<CollectorOptions> options = CollectorOptionsFromFlags();
   if (!options.ok()) return Fail(options.status());
+  absl::StatusOr<SymbolizerOptions> symbolizer_options =
+      SymbolizerOptionsFromFlags();
+  if (!symbolizer_options.ok()) return Fail(symbolizer_options.status());
   if (options->drainer.ring_dir.empty()) {
     if (const char* dir = std::getenv("RINGPROF_DIR")) {
       options->drainer.ring_dir = dir;
@@ -347,7 +353,7 @@ int CollectCommand() {
   if (!sinks.ok()) return Fail(sinks.status());
   BlockForwardedSignals();
   std::unique_ptr<Symbolizer> symbolizer =
-      Symbolizer::Create(SymbolizerOptionsFromFlags());
+      Symbolizer::Create(*symbolizer_options);
   Collector collector(*options, symbolizer.get(), sinks->tee.get());
   absl::Status started = collector.Start();
   if (!started.ok()) return Fail(started);

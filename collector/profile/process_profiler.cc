@@ -142,9 +142,14 @@ ProcessProfiler::ProcessProfiler(const ringfile::FileInfo& info,
       picker_(TickPicker::Options{options.tick_ns, options.max_distance_ns,
                                   options.idle_frame}),
       session_id_(SessionId(info)),
-      budget_(budget) {}
+      budget_(budget) {
+  // The symbolizer keeps the process's root open while we may symbolize, so
+  // its modules stay readable after it exits.
+  if (symbolizer_ != nullptr) symbolizer_->AttachProcess(info_.pid);
+}
 
 ProcessProfiler::~ProcessProfiler() {
+  if (symbolizer_ != nullptr) symbolizer_->DetachProcess(info_.pid);
   if (budget_ != nullptr) {
     budget_->used_bytes -= std::min(budget_->used_bytes, memory_bytes_);
     MemoryInUse().Set(static_cast<double>(budget_->used_bytes));

@@ -97,6 +97,8 @@ class ProcessProfiler {
                   const ProcessProfilerOptions& options, Symbolizer* symbolizer,
                   ProfileSink* sink, MemoryBudget* budget = nullptr);
   ~ProcessProfiler();
+  ProcessProfiler(const ProcessProfiler&) = delete;
+  ProcessProfiler& operator=(const ProcessProfiler&) = delete;
 
   void OnRecord(const ringfile::RecordView& record);
 

@@ -1,11 +1,15 @@
-// Symbolizer over elfutils libdwfl.
+// Symbolizer over elfutils libelf and libdw, with its own indexes.
 //
-// One Dwfl session per module (keyed by build-id, or by path when the module
-// has none), holding exactly one ELF reported at bias 0 so module addresses
-// are the ELF's own virtual addresses: lookup address = runtime address -
-// load_bias. DWARF comes from the ELF itself or, when it has none, from a
-// separate debug file that our find_debuginfo callback locates and checks.
-// Results are cached per (module, lookup address) for the symbolizer's life.
+// One ModuleIndex per module key (build-id, or pid and path for a module
+// without one): a SymbolTable from the best symbol table found (the
+// binary's .symtab, a debug file's, else .dynsym plus .eh_frame function
+// ranges), and, when DWARF exists, the Dwarf session over sections read
+// into memory, a sorted table of compilation-unit ranges, and per-unit
+// function indexes and line tables built on first use. Module addresses
+// are ELF virtual addresses: lookup address = runtime address - load_bias.
+// Results are cached per (module, lookup address); modules are kept in
+// least-recently-used order and dropped when the estimated total exceeds
+// the budget.
 
 #include "collector/symbolize/symbolizer.h"
 
@@ -13,24 +17,27 @@
 #include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
-#include <elfutils/libdwfl.h>
-#include <fcntl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_set.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "collector/base/metrics.h"
+#include "collector/symbolize/module_file.h"
+#include "collector/symbolize/symbol_table.h"
 
 namespace ringprof {
 namespace collector {
@@ -45,35 +52,37 @@ Counter& MissesMetric() {
       "module+0xoffset).");
   return counter;
 }
-
-std::string HexEncode(const unsigned char* bytes, size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(size * 2);
-  for (size_t i = 0; i < size; ++i) {
-    hex.push_back(kDigits[bytes[i] >> 4]);
-    hex.push_back(kDigits[bytes[i] & 0xf]);
-  }
-  return hex;
+Counter& ResolvedMetric() {
+  static Counter& counter = Metrics::Get().GetCounter(
+      "ringprof_symbolizer_addresses_resolved_total",
+      "Distinct addresses resolved to at least one function.");
+  return counter;
 }
-
-// The GNU build-id of the ELF file at `path` as lower-case hex; empty when
-// the file is not a readable ELF or has no build-id note.
-std::string ReadBuildIdHex(int fd) {
-  if (elf_version(EV_CURRENT) == EV_NONE) return "";
-  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-  if (elf == nullptr) return "";
-  std::string hex;
-  if (elf_kind(elf) == ELF_K_ELF) {
-    const void* bits = nullptr;
-    ssize_t size = dwelf_elf_gnu_build_id(elf, &bits);
-    if (size > 0) {
-      hex = HexEncode(static_cast<const unsigned char*>(bits),
-                      static_cast<size_t>(size));
-    }
-  }
-  elf_end(elf);
-  return hex;
+Counter& RejectedMetric() {
+  static Counter& counter = Metrics::Get().GetCounter(
+      "ringprof_symbolizer_files_rejected_total",
+      "Module and debug files not used: not a regular file, over "
+      "--symbols-max-file-mib, not a sound ELF, or another build-id.");
+  return counter;
+}
+Counter& EvictionsMetric() {
+  static Counter& counter = Metrics::Get().GetCounter(
+      "ringprof_symbolizer_evictions_total",
+      "Modules dropped from the symbolizer cache to stay within "
+      "--symbols-cache-mib.");
+  return counter;
+}
+Gauge& CacheBytesMetric() {
+  static Gauge& gauge = Metrics::Get().GetGauge(
+      "ringprof_symbolizer_cache_bytes",
+      "Estimated memory held by symbol indexes, DWARF and cached results.");
+  return gauge;
+}
+Gauge& ModulesMetric() {
+  static Gauge& gauge = Metrics::Get().GetGauge(
+      "ringprof_symbolizer_modules",
+      "Modules (by build-id) indexed in the symbolizer cache.");
+  return gauge;
 }
 
 // "<dir>/.build-id/ab/cdef...<suffix>", the layout of /usr/lib/debug.
@@ -317,312 +326,494 @@ class Debuginfod {
   DebuginfodApi::Client* client_ = nullptr;
 };
 
-class DwflSymbolizer;
+// The address ranges of each compilation unit, sorted, for finding the
+// unit of an address by binary search (.debug_aranges is often missing).
+struct CuRange {
+  Dwarf_Addr low;
+  Dwarf_Addr high;
+  Dwarf_Addr max_high_up_to_here;
+  Dwarf_Die cudie;
+};
 
-// A cached frame: function and file names are shared by every address
-// (deep C++ template names run to hundreds of bytes, repeated at every
-// address of a function and of its callers).
+// A module's DWARF: libdw over sections held in memory.
+struct DwarfIndex {
+  DwarfIndex() = default;
+  DwarfIndex(const DwarfIndex&) = delete;
+  DwarfIndex& operator=(const DwarfIndex&) = delete;
+  ~DwarfIndex() {
+    if (dwarf != nullptr) dwarf_end(dwarf);
+  }
+  std::unique_ptr<ElfFile> file;  // detached: nothing more is read
+  Dwarf* dwarf = nullptr;
+  std::vector<CuRange> units;
+  // Built on first use of each unit, keyed by the unit DIE's offset.
+  absl::flat_hash_map<Dwarf_Off, CuFunctionIndex> functions_by_cu;
+};
+
+std::vector<CuRange> IndexUnits(Dwarf* dwarf) {
+  std::vector<CuRange> units;
+  Dwarf_CU* cu = nullptr;
+  Dwarf_CU* next = nullptr;
+  Dwarf_Half version = 0;
+  uint8_t unit_type = 0;
+  Dwarf_Die cudie, subdie;
+  while (dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie,
+                         &subdie) == 0) {
+    cu = next;
+    if (unit_type != DW_UT_compile) continue;
+    Dwarf_Addr base = 0, low = 0, high = 0;
+    for (ptrdiff_t offset = 0;
+         (offset = dwarf_ranges(&cudie, offset, &base, &low, &high)) > 0;) {
+      if (low < high) units.push_back({low, high, 0, cudie});
+    }
+  }
+  std::sort(units.begin(), units.end(),
+            [](const CuRange& a, const CuRange& b) { return a.low < b.low; });
+  Dwarf_Addr max_high = 0;
+  for (CuRange& unit : units) {
+    max_high = std::max(max_high, unit.high);
+    unit.max_high_up_to_here = max_high;
+  }
+  units.shrink_to_fit();
+  return units;
+}
+
+const CuRange* FindUnit(const std::vector<CuRange>& units, Dwarf_Addr pc) {
+  auto it = std::upper_bound(
+      units.begin(), units.end(), pc,
+      [](Dwarf_Addr value, const CuRange& unit) { return value < unit.low; });
+  while (it != units.begin()) {
+    --it;
+    if (pc < it->high) return &*it;
+    if (it->max_high_up_to_here <= pc) break;
+  }
+  return nullptr;
+}
+
+// A cached frame: function and file names are shared by every address of
+// the module (deep C++ template names run to hundreds of bytes, repeated
+// at every address of a function and of its callers).
 struct PooledFrame {
   const std::string* function;
   const std::string* file;
   int64_t line;
 };
 
-// One module's Dwfl session and its per-address results.
-struct LoadedModule {
-  ~LoadedModule() {
-    if (dwfl != nullptr) dwfl_end(dwfl);
-  }
-  DwflSymbolizer* owner = nullptr;
-  std::string build_id_hex;  // of the file actually opened (may be empty)
-  uint32_t pid = 0;          // the first process seen with this module
-  Dwfl* dwfl = nullptr;      // null when no usable file was found
-  Dwfl_Module* module = nullptr;
-  // Results by looked-up ELF address; names live in the symbolizer's pool.
+// Bytes a cache entry of `frames` frames costs besides its names: the map
+// slot (key, vector) and the vector's buffer, with allocator overhead.
+size_t EntryBytes(size_t frames) {
+  return sizeof(uint64_t) + sizeof(std::vector<PooledFrame>) + 16 +
+         frames * sizeof(PooledFrame);
+}
+
+// Everything known about one module (one build-id).
+struct ModuleIndex {
+  std::string key;
+  std::string build_id_hex;  // the module's, else the file's (may be empty)
+  std::string display_name;  // the module's file name, for function starts
+  bool found = false;        // a usable file was found
+  SymbolTable symbols;
+  std::unique_ptr<DwarfIndex> dwarf;
+  // Results by looked-up ELF address; names live in `names`.
   absl::flat_hash_map<uint64_t, std::vector<PooledFrame>> frames_by_address;
-  // Built on first use of each CU, keyed by the CU DIE's offset.
-  absl::flat_hash_map<Dwarf_Off, CuFunctionIndex> functions_by_cu;
+  absl::node_hash_set<std::string> names;
+  size_t bytes = 0;  // estimated, everything above
+  std::list<ModuleIndex*>::iterator lru;
 };
 
-class DwflSymbolizer final : public Symbolizer {
+class ElfSymbolizer final : public Symbolizer {
  public:
-  explicit DwflSymbolizer(const SymbolizerOptions& options)
-      : options_(options) {
+  explicit ElfSymbolizer(const SymbolizerOptions& options) : options_(options) {
     elf_version(EV_CURRENT);
   }
 
+  ~ElfSymbolizer() override {
+    modules_.clear();
+    total_bytes_ = 0;
+    UpdateGauges();
+  }
+
   using Symbolizer::Symbolize;
+
+  void AttachProcess(uint32_t pid) override {
+    ProcessRoot& root = roots_[pid];
+    if (root.attached++ > 0 || pid == 0 || options_.proc_root.empty()) return;
+    absl::StatusOr<UniqueFd> fd = OpenProcessRoot(options_.proc_root, pid);
+    if (fd.ok()) root.fd = std::move(*fd);
+  }
+
+  void DetachProcess(uint32_t pid) override {
+    auto it = roots_.find(pid);
+    if (it != roots_.end() && --it->second.attached <= 0) roots_.erase(it);
+  }
 
   std::vector<SymbolizedFrame> Symbolize(const ModuleInfo& module,
                                          uint64_t address,
                                          AddressKind kind) override {
     ++stats_.lookups;
-    LoadedModule& loaded = Load(module);
+    ModuleIndex& index = Load(module);
     uint64_t lookup = address - module.load_bias;
     if (kind == AddressKind::kReturnAddress && lookup > 0) --lookup;
-    auto it = loaded.frames_by_address.find(lookup);
-    if (it != loaded.frames_by_address.end()) {
+    auto it = index.frames_by_address.find(lookup);
+    if (it != index.frames_by_address.end()) {
       ++stats_.cache_hits;
     } else {
       std::vector<SymbolizedFrame> resolved;
-      if (loaded.module != nullptr && address >= module.load_bias) {
-        resolved = Resolve(loaded, lookup);
+      if (index.found && address >= module.load_bias) {
+        resolved = Resolve(index, lookup);
       }
       if (resolved.empty()) {
         ++stats_.addresses_unresolved;
         MissesMetric().Add(1);
       } else {
         ++stats_.addresses_resolved;
+        ResolvedMetric().Add(1);
       }
       std::vector<PooledFrame> pooled;
       pooled.reserve(resolved.size());
       for (SymbolizedFrame& frame : resolved) {
-        pooled.push_back({Intern(std::move(frame.function)),
-                          Intern(std::move(frame.file)), frame.line});
+        pooled.push_back({Intern(index, std::move(frame.function)),
+                          Intern(index, std::move(frame.file)), frame.line});
       }
-      it = loaded.frames_by_address.emplace(lookup, std::move(pooled)).first;
+      Grow(index, EntryBytes(pooled.size()));
+      it = index.frames_by_address.emplace(lookup, std::move(pooled)).first;
     }
     std::vector<SymbolizedFrame> frames;
     frames.reserve(it->second.size());
     for (const PooledFrame& frame : it->second) {
       frames.push_back({*frame.function, *frame.file, frame.line});
     }
+    Trim(&index);
     return frames;
   }
 
   uint64_t misses() const override { return stats_.addresses_unresolved; }
-  SymbolizerStats stats() const override { return stats_; }
 
-  // find_debuginfo for modules whose ELF has no DWARF: a checked
-  // .build-id/xx/yyy.debug under a symbols dir, then debuginfod. Returns an
-  // fd libdwfl takes over and sets *path to a malloc'd name, or -1.
-  int FindDebuginfo(const LoadedModule& loaded, char** path) {
-    if (loaded.build_id_hex.size() < 3) return -1;
-    std::vector<std::string> candidates;
-    for (const std::string& dir : options_.symbol_dirs) {
-      candidates.push_back(BuildIdPath(dir, loaded.build_id_hex, ".debug"));
-    }
-    if (!options_.system_debug_dir.empty()) {
-      // Debug packages installed in the workload's container, then here.
-      if (loaded.pid != 0 && !options_.proc_root.empty()) {
-        candidates.push_back(
-            BuildIdPath(absl::StrCat(options_.proc_root, "/", loaded.pid,
-                                     "/root", options_.system_debug_dir),
-                        loaded.build_id_hex, ".debug"));
-      }
-      candidates.push_back(BuildIdPath(options_.system_debug_dir,
-                                       loaded.build_id_hex, ".debug"));
-    }
-    for (const std::string& candidate : candidates) {
-      int fd = OpenIfBuildIdMatches(candidate, loaded.build_id_hex);
-      if (fd >= 0) {
-        *path = strdup(candidate.c_str());
-        return fd;
-      }
-    }
-    if (options_.use_debuginfod) {
-      std::string fetched =
-          debuginfod_.Find(Debuginfod::Kind::kDebuginfo, loaded.build_id_hex);
-      if (!fetched.empty()) {
-        int fd = OpenIfBuildIdMatches(fetched, loaded.build_id_hex);
-        if (fd >= 0) {
-          ++stats_.debuginfod_fetches;
-          *path = strdup(fetched.c_str());
-          return fd;
-        }
-      }
-    }
-    return -1;
+  SymbolizerStats stats() const override {
+    SymbolizerStats stats = stats_;
+    stats.modules_cached = modules_.size();
+    stats.cache_bytes = total_bytes_;
+    return stats;
   }
 
  private:
-  static int FindDebuginfoCallback(Dwfl_Module*, void** userdata, const char*,
-                                   Dwarf_Addr, const char*, const char*,
-                                   GElf_Word, char** path) {
-    auto* loaded = static_cast<LoadedModule*>(*userdata);
-    if (loaded == nullptr) return -1;
-    return loaded->owner->FindDebuginfo(*loaded, path);
+  struct ProcessRoot {
+    int attached = 0;
+    UniqueFd fd;  // invalid when the root could not be opened
+  };
+
+  const std::string* Intern(ModuleIndex& index, std::string name) {
+    auto [it, inserted] = index.names.insert(std::move(name));
+    if (inserted) Grow(index, it->capacity() + 48);
+    return &*it;
   }
 
-  static const Dwfl_Callbacks* Callbacks() {
-    static char* no_debuginfo_path = nullptr;
-    static const Dwfl_Callbacks callbacks = [] {
-      Dwfl_Callbacks c = {};
-      c.find_elf = dwfl_build_id_find_elf;  // unused: we report every ELF
-      c.find_debuginfo = FindDebuginfoCallback;
-      c.section_address = dwfl_offline_section_address;
-      c.debuginfo_path = &no_debuginfo_path;
-      return c;
-    }();
-    return &callbacks;
+  void Grow(ModuleIndex& index, size_t bytes) {
+    index.bytes += bytes;
+    total_bytes_ += bytes;
   }
 
-  // Opens `path` read-only when it is an ELF whose build-id is `expected`
-  // (any ELF when `expected` is empty). Counts mismatches.
-  int OpenIfBuildIdMatches(const std::string& path,
-                           const std::string& expected) {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    std::string actual = ReadBuildIdHex(fd);
-    if (!expected.empty() && actual != expected) {
+  void UpdateGauges() const {
+    CacheBytesMetric().Set(static_cast<double>(total_bytes_));
+    ModulesMetric().Set(static_cast<double>(modules_.size()));
+  }
+
+  // Drops least recently used modules, never `keep`, until the estimate is
+  // within the budget.
+  void Trim(const ModuleIndex* keep) {
+    while (total_bytes_ > options_.cache_bytes && !lru_.empty() &&
+           lru_.back() != keep) {
+      ModuleIndex* victim = lru_.back();
+      lru_.pop_back();
+      total_bytes_ -= victim->bytes;
+      ++stats_.modules_evicted;
+      EvictionsMetric().Add(1);
+      modules_.erase(victim->key);
+    }
+    UpdateGauges();
+  }
+
+  // Opens a candidate ELF and checks it; null (counted) when unusable.
+  std::unique_ptr<ElfFile> Check(absl::StatusOr<UniqueFd> fd,
+                                 const std::string& expected_build_id) {
+    if (!fd.ok()) {
+      // A missing candidate is the common case, not a rejection.
+      if (!absl::IsNotFound(fd.status())) Reject();
+      return nullptr;
+    }
+    absl::StatusOr<std::unique_ptr<ElfFile>> file =
+        ElfFile::Open(std::move(*fd), options_.max_file_bytes);
+    if (!file.ok()) {
+      Reject();
+      return nullptr;
+    }
+    if (!expected_build_id.empty() &&
+        (*file)->BuildIdHex() != expected_build_id) {
       ++stats_.build_id_mismatches;
-      close(fd);
-      return -1;
+      Reject();
+      return nullptr;
     }
-    return fd;
+    return std::move(*file);
   }
 
-  const std::string* Intern(std::string name) {
-    return &*names_.insert(std::move(name)).first;
+  void Reject() {
+    ++stats_.files_rejected;
+    RejectedMetric().Add(1);
   }
 
-  // Files that may hold `module`, most direct first.
-  std::vector<std::string> Candidates(const ModuleInfo& module) const {
-    std::vector<std::string> candidates;
-    if (!module.path.empty() && module.path[0] == '/') {
-      if (module.pid != 0 && !options_.proc_root.empty()) {
-        candidates.push_back(absl::StrCat(options_.proc_root, "/", module.pid,
-                                          "/root", module.path));
-      }
-      candidates.push_back(module.path);
+  // A workload path, resolved inside the process's root.
+  std::unique_ptr<ElfFile> OpenInWorkload(uint32_t pid, const std::string& path,
+                                          const std::string& build_id) {
+    if (pid == 0 || options_.proc_root.empty() || path.empty() ||
+        path[0] != '/') {
+      return nullptr;
     }
-    if (module.build_id_hex.size() >= 3) {
-      // The binary itself (as Fedora lays it out), then a debug file, which
-      // carries section headers, .symtab and DWARF and can stand in for a
-      // binary we cannot see.
+    UniqueFd ad_hoc;
+    int root = -1;
+    auto attached = roots_.find(pid);
+    if (attached != roots_.end()) {
+      root = attached->second.fd.get();
+    } else {
+      absl::StatusOr<UniqueFd> fd = OpenProcessRoot(options_.proc_root, pid);
+      if (fd.ok()) ad_hoc = std::move(*fd);
+      root = ad_hoc.get();
+    }
+    if (root < 0) return nullptr;
+    return Check(OpenInRoot(root, path,
+                            options_.walk_only ? RootResolution::kWalkOnly
+                                               : RootResolution::kAuto),
+                 build_id);
+  }
+
+  std::unique_ptr<ElfFile> OpenCollectorFile(const std::string& path,
+                                             const std::string& build_id) {
+    return Check(OpenRegularFile(path), build_id);
+  }
+
+  std::unique_ptr<ElfFile> FromDebuginfod(Debuginfod::Kind kind,
+                                          const std::string& build_id) {
+    if (!options_.use_debuginfod || build_id.empty()) return nullptr;
+    std::string fetched = debuginfod_.Find(kind, build_id);
+    if (fetched.empty()) return nullptr;
+    std::unique_ptr<ElfFile> file = OpenCollectorFile(fetched, build_id);
+    if (file != nullptr) ++stats_.debuginfod_fetches;
+    return file;
+  }
+
+  // The module's binary (or a debug file standing in for it), most direct
+  // source first.
+  std::unique_ptr<ElfFile> FindBinary(const ModuleInfo& module) {
+    const std::string& id = module.build_id_hex;
+    if (auto file = OpenInWorkload(module.pid, module.path, id)) return file;
+    if (id.size() < 3) return nullptr;  // no path is safe without an id
+    for (const char* suffix : {"", ".debug"}) {
       for (const std::string& dir : options_.symbol_dirs) {
-        candidates.push_back(BuildIdPath(dir, module.build_id_hex, ""));
-      }
-      for (const std::string& dir : options_.symbol_dirs) {
-        candidates.push_back(BuildIdPath(dir, module.build_id_hex, ".debug"));
-      }
-    }
-    return candidates;
-  }
-
-  // Reports `path` as the only module of a new Dwfl. False when libdwfl
-  // cannot use it.
-  bool Report(const std::string& path, LoadedModule* loaded) {
-    int fd = OpenIfBuildIdMatches(path, loaded->build_id_hex);
-    if (fd < 0) return false;
-    if (loaded->build_id_hex.empty()) loaded->build_id_hex = ReadBuildIdHex(fd);
-    Dwfl* dwfl = dwfl_begin(Callbacks());
-    if (dwfl == nullptr) {
-      close(fd);
-      return false;
-    }
-    // On success dwfl_report_elf takes `fd` over (dwfl_end closes it); on
-    // failure it stays ours. Bias 0: module addresses are the ELF's virtual
-    // addresses.
-    Dwfl_Module* mod = dwfl_report_elf(dwfl, path.c_str(), path.c_str(), fd,
-                                       /*base=*/0, /*add_p_vaddr=*/false);
-    if (mod == nullptr) close(fd);
-    if (mod == nullptr || dwfl_report_end(dwfl, nullptr, nullptr) != 0) {
-      dwfl_end(dwfl);
-      return false;
-    }
-    void** userdata = nullptr;
-    dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, nullptr);
-    *userdata = loaded;
-    loaded->dwfl = dwfl;
-    loaded->module = mod;
-    return true;
-  }
-
-  LoadedModule& Load(const ModuleInfo& module) {
-    auto& by_key =
-        module.build_id_hex.empty() ? modules_by_path_ : modules_by_build_id_;
-    absl::string_view key =
-        module.build_id_hex.empty() ? module.path : module.build_id_hex;
-    auto found = by_key.find(key);
-    if (found != by_key.end()) return *found->second;
-    std::unique_ptr<LoadedModule>& slot = by_key[key];
-    slot = std::make_unique<LoadedModule>();
-    slot->owner = this;
-    slot->pid = module.pid;
-    for (const std::string& candidate : Candidates(module)) {
-      slot->build_id_hex = module.build_id_hex;
-      if (Report(candidate, slot.get())) break;
-    }
-    if (slot->module == nullptr && options_.use_debuginfod &&
-        !module.build_id_hex.empty()) {
-      for (auto kind :
-           {Debuginfod::Kind::kExecutable, Debuginfod::Kind::kDebuginfo}) {
-        std::string fetched = debuginfod_.Find(kind, module.build_id_hex);
-        slot->build_id_hex = module.build_id_hex;
-        if (!fetched.empty() && Report(fetched, slot.get())) {
-          ++stats_.debuginfod_fetches;
-          break;
+        if (auto file = OpenCollectorFile(BuildIdPath(dir, id, suffix), id)) {
+          return file;
         }
       }
     }
-    ++(slot->module != nullptr ? stats_.modules_opened
-                               : stats_.modules_not_found);
-    return *slot;
+    for (auto kind :
+         {Debuginfod::Kind::kExecutable, Debuginfod::Kind::kDebuginfo}) {
+      if (auto file = FromDebuginfod(kind, id)) return file;
+    }
+    return nullptr;
   }
 
-  // DWARF first (inline chain with file:line), the ELF symbol table for
+  // A separate debug file for `binary`: by build-id in the symbols dirs,
+  // the system debug dir inside the workload's root then here, then by
+  // .gnu_debuglink next to the module, then debuginfod.
+  std::unique_ptr<ElfFile> FindDebugFile(const ModuleInfo& module,
+                                         const ElfFile& binary,
+                                         const std::string& id) {
+    if (id.size() >= 3) {
+      for (const std::string& dir : options_.symbol_dirs) {
+        if (auto file = OpenCollectorFile(BuildIdPath(dir, id, ".debug"), id)) {
+          return file;
+        }
+      }
+      if (!options_.system_debug_dir.empty()) {
+        if (auto file = OpenInWorkload(
+                module.pid,
+                BuildIdPath(options_.system_debug_dir, id, ".debug"), id)) {
+          return file;
+        }
+        if (auto file = OpenCollectorFile(
+                BuildIdPath(options_.system_debug_dir, id, ".debug"), id)) {
+          return file;
+        }
+      }
+    }
+    if (auto file = FromDebugLink(module, binary, id)) return file;
+    return FromDebuginfod(Debuginfod::Kind::kDebuginfo, id);
+  }
+
+  // GDB's .gnu_debuglink places, inside the workload's root: next to the
+  // module, in .debug/ there, and under the system debug dir. Checked by
+  // build-id, or by the link's CRC when there is none.
+  std::unique_ptr<ElfFile> FromDebugLink(const ModuleInfo& module,
+                                         const ElfFile& binary,
+                                         const std::string& id) {
+    uint32_t crc = 0;
+    const std::string link = binary.DebugLink(&crc);
+    const size_t slash = module.path.rfind('/');
+    if (link.empty() || slash == std::string::npos) return nullptr;
+    const std::string dir = module.path.substr(0, slash);
+    std::vector<std::string> candidates = {dir + "/" + link,
+                                           dir + "/.debug/" + link};
+    if (!options_.system_debug_dir.empty()) {
+      candidates.push_back(options_.system_debug_dir + dir + "/" + link);
+    }
+    for (const std::string& candidate : candidates) {
+      if (candidate == module.path) continue;
+      std::unique_ptr<ElfFile> file = OpenInWorkload(module.pid, candidate, id);
+      if (file == nullptr) continue;
+      uint32_t actual = 0;
+      if (!id.empty() || (FileCrc32ViaElf(*file, &actual) && actual == crc)) {
+        return file;
+      }
+      Reject();
+    }
+    return nullptr;
+  }
+
+  bool FileCrc32ViaElf(const ElfFile& file, uint32_t* crc) {
+    return FileCrc32(file.fd(), options_.max_file_bytes, crc);
+  }
+
+  ModuleIndex& Load(const ModuleInfo& module) {
+    const std::string key =
+        module.build_id_hex.empty()
+            ? absl::StrCat("pid:", module.pid, ":", module.path)
+            : module.build_id_hex;
+    auto found = modules_.find(key);
+    if (found != modules_.end()) {
+      ModuleIndex& index = *found->second;
+      lru_.splice(lru_.begin(), lru_, index.lru);
+      return index;
+    }
+    auto owned = std::make_unique<ModuleIndex>();
+    ModuleIndex& index = *owned;
+    index.key = key;
+    const size_t slash = module.path.rfind('/');
+    index.display_name = slash == std::string::npos
+                             ? module.path
+                             : module.path.substr(slash + 1);
+    Build(module, &index);
+    ++(index.found ? stats_.modules_opened : stats_.modules_not_found);
+    lru_.push_front(&index);
+    index.lru = lru_.begin();
+    total_bytes_ += index.bytes;
+    modules_.emplace(key, std::move(owned));
+    Trim(&index);
+    return index;
+  }
+
+  void Build(const ModuleInfo& module, ModuleIndex* index) {
+    std::unique_ptr<ElfFile> binary = FindBinary(module);
+    if (binary == nullptr) return;
+    index->found = true;
+    index->build_id_hex = module.build_id_hex.empty() ? binary->BuildIdHex()
+                                                      : module.build_id_hex;
+    bool full_symbols = index->symbols.AddSymbols(binary->elf(), SHT_SYMTAB);
+    std::unique_ptr<ElfFile> debug;
+    if (!binary->HasDwarf() || !full_symbols) {
+      debug = FindDebugFile(module, *binary, index->build_id_hex);
+    }
+    if (!full_symbols && debug != nullptr) {
+      full_symbols = index->symbols.AddSymbols(debug->elf(), SHT_SYMTAB);
+    }
+    if (!full_symbols) {
+      index->symbols.AddSymbols(binary->elf(), SHT_DYNSYM);
+      index->symbols.AddFunctionStarts(binary->elf());
+    }
+    index->symbols.Finish();
+    index->bytes += index->symbols.bytes();
+    std::unique_ptr<ElfFile> dwarf_file;
+    if (binary->HasDwarf()) {
+      dwarf_file = std::move(binary);
+    } else if (debug != nullptr && debug->HasDwarf()) {
+      dwarf_file = std::move(debug);
+    } else {
+      return;
+    }
+    auto dwarf = std::make_unique<DwarfIndex>();
+    index->bytes += dwarf_file->DetachFile();
+    dwarf->dwarf = dwarf_begin_elf(dwarf_file->elf(), DWARF_C_READ, nullptr);
+    if (dwarf->dwarf == nullptr) return;
+    dwarf->file = std::move(dwarf_file);
+    dwarf->units = IndexUnits(dwarf->dwarf);
+    index->bytes += dwarf->units.capacity() * sizeof(CuRange);
+    index->dwarf = std::move(dwarf);
+  }
+
+  // DWARF first (inline chain with file:line), the symbol table for
   // whatever DWARF does not name.
-  static std::vector<SymbolizedFrame> Resolve(LoadedModule& loaded,
-                                              uint64_t address) {
-    Dwfl_Module* mod = loaded.module;
+  std::vector<SymbolizedFrame> Resolve(ModuleIndex& index, uint64_t address) {
     std::vector<SymbolizedFrame> frames;
     std::string file;
     int64_t line = 0;
-    if (Dwfl_Line* dwfl_line = dwfl_module_getsrc(mod, address)) {
-      int line_number = 0;
-      const char* name = dwfl_lineinfo(dwfl_line, nullptr, &line_number,
-                                       nullptr, nullptr, nullptr);
-      if (name != nullptr) file = name;
-      line = line_number;
-    }
-
-    Dwarf_Addr bias = 0;
-    Dwarf_Die* cudie = dwfl_module_addrdie(mod, address, &bias);
-    std::vector<Dwarf_Die> path;
-    if (cudie != nullptr) {
+    bool physical_qualified = false;
+    const CuRange* unit = index.dwarf != nullptr
+                              ? FindUnit(index.dwarf->units, address)
+                              : nullptr;
+    if (unit != nullptr) {
+      Dwarf_Die cudie = unit->cudie;
+      if (Dwarf_Line* dwarf_line = dwarf_getsrc_die(&cudie, address)) {
+        int line_number = 0;
+        const char* name = dwarf_linesrc(dwarf_line, nullptr, nullptr);
+        if (name != nullptr) file = name;
+        if (dwarf_lineno(dwarf_line, &line_number) == 0) line = line_number;
+      }
+      std::vector<Dwarf_Die> path;
       auto [it, inserted] =
-          loaded.functions_by_cu.try_emplace(dwarf_dieoffset(cudie));
-      if (inserted) it->second = BuildFunctionIndex(cudie);
-      const Dwarf_Addr pc = address - bias;
-      if (const FunctionRange* function = FindFunction(it->second, pc)) {
+          index.dwarf->functions_by_cu.try_emplace(dwarf_dieoffset(&cudie));
+      if (inserted) {
+        it->second = BuildFunctionIndex(&cudie);
+        Grow(index, it->second.capacity() * sizeof(FunctionRange) +
+                        UnitLineBytes(&cudie));
+      }
+      if (const FunctionRange* function = FindFunction(it->second, address)) {
         Dwarf_Die subprogram = function->die;
         path.push_back(subprogram);
-        FindScopePath(&subprogram, pc, &path);
+        FindScopePath(&subprogram, address, &path);
       }
-    }
-    bool physical_qualified = false;
-    // Innermost first: each inlined instance is at the line table's (or its
-    // callee's call-site) position, and tells where its caller called it.
-    for (auto scope = path.rbegin(); scope != path.rend(); ++scope) {
-      int tag = dwarf_tag(&*scope);
-      if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) {
-        continue;
+      // Innermost first: each inlined instance is at the line table's (or
+      // its callee's call-site) position, and tells where its caller called
+      // it.
+      for (auto scope = path.rbegin(); scope != path.rend(); ++scope) {
+        int tag = dwarf_tag(&*scope);
+        if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) {
+          continue;
+        }
+        frames.push_back(
+            {DieFunctionName(&*scope, &physical_qualified), file, line});
+        if (tag == DW_TAG_subprogram) break;
+        CallSite(&*scope, &cudie, &file, &line);
       }
-      frames.push_back(
-          {DieFunctionName(&*scope, &physical_qualified), file, line});
-      if (tag == DW_TAG_subprogram) break;
-      CallSite(&*scope, cudie, &file, &line);
     }
 
     // The symbol table names the physical function when DWARF does not
-    // (stripped, a CU without subprograms) or gives only a short name: local
-    // symbols keep their full mangled name ("ns::(anonymous namespace)::
-    // Helper()", lambdas). Inlined frames keep DWARF's short name.
+    // (stripped, a unit without subprograms) or gives only a short name:
+    // local symbols keep their full mangled name ("ns::(anonymous
+    // namespace)::Helper()", lambdas). Inlined frames keep DWARF's short
+    // name. Where only .eh_frame knows the function, its start names it.
     if (frames.empty() || !physical_qualified) {
-      GElf_Off offset = 0;
-      GElf_Sym sym;
-      const char* name = dwfl_module_addrinfo(mod, address, &offset, &sym,
-                                              nullptr, nullptr, nullptr);
-      std::string demangled;
-      if (name != nullptr && name[0] != '\0') {
-        if (frames.empty()) {
-          if (!Demangle(name, &demangled)) demangled = name;  // C, Rust v0
+      SymbolTable::Hit hit;
+      if (index.symbols.Lookup(address, &hit)) {
+        std::string demangled;
+        if (hit.name == nullptr) {
+          if (frames.empty()) {
+            frames.push_back(
+                {absl::StrFormat("[%s] 0x%x", index.display_name, hit.start),
+                 file, line});
+          }
+        } else if (frames.empty()) {
+          if (!Demangle(hit.name, &demangled)) demangled = hit.name;
           frames.push_back({std::move(demangled), file, line});
-        } else if (Demangle(name, &demangled) ||
+        } else if (Demangle(hit.name, &demangled) ||
                    frames.back().function.empty()) {
-          frames.back().function = demangled.empty() ? name : demangled;
+          frames.back().function = demangled.empty() ? hit.name : demangled;
         }
       }
     }
@@ -633,24 +824,30 @@ class DwflSymbolizer final : public Symbolizer {
     return frames;
   }
 
+  // What the unit's line table costs libdw once read (reading it here, on
+  // the unit's first use, is what the lookup does next anyway).
+  static size_t UnitLineBytes(Dwarf_Die* cudie) {
+    Dwarf_Lines* lines = nullptr;
+    size_t count = 0;
+    if (dwarf_getsrclines(cudie, &lines, &count) != 0) return 0;
+    return count * 48;
+  }
+
   const SymbolizerOptions options_;
   SymbolizerStats stats_;
   Debuginfod debuginfod_;
-  // Modules by build-id, and by path for those without one.
-  absl::flat_hash_map<std::string, std::unique_ptr<LoadedModule>>
-      modules_by_build_id_;
-  absl::flat_hash_map<std::string, std::unique_ptr<LoadedModule>>
-      modules_by_path_;
-  // Every function and file name seen, once; node-based so pointers into it
-  // stay valid.
-  absl::node_hash_set<std::string> names_;
+  absl::flat_hash_map<uint32_t, ProcessRoot> roots_;
+  // Modules by key; lru_ front is the most recently used.
+  absl::flat_hash_map<std::string, std::unique_ptr<ModuleIndex>> modules_;
+  std::list<ModuleIndex*> lru_;
+  size_t total_bytes_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Symbolizer> Symbolizer::Create(
     const SymbolizerOptions& options) {
-  return std::make_unique<DwflSymbolizer>(options);
+  return std::make_unique<ElfSymbolizer>(options);
 }
 
 }  // namespace collector

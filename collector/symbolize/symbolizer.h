@@ -1,6 +1,14 @@
 // Symbolizer: turns (module, address) into function names, inlined frames
-// and file:line, from ELF symbol tables and DWARF (elfutils libdw), keyed by
-// build-id and cached so each address is resolved once.
+// and file:line, from ELF symbol tables and DWARF (elfutils libelf/libdw).
+// Each binary is indexed once per build-id (a sorted address -> symbol
+// table; DWARF's compilation-unit ranges, then per-unit function indexes
+// and line tables on first use), shared by every process that maps it, and
+// each distinct address is resolved once. What is cached is bounded by
+// SymbolizerOptions::cache_bytes (least recently used modules go first).
+//
+// The workload is untrusted: module files are opened inside its root
+// directory only, as regular files of bounded size, read into owned memory
+// (see module_file.h), and used only when their build-id matches.
 //
 // Thread-compatible (one collector thread uses it). Allocates; not for use
 // in signal handlers. Implemented in collector/symbolize/symbolizer.cc; the
@@ -60,13 +68,18 @@ struct SymbolizerStats {
   uint64_t modules_not_found = 0;     // modules with no usable file anywhere
   uint64_t build_id_mismatches = 0;   // candidate files skipped for their id
   uint64_t debuginfod_fetches = 0;    // files obtained from debuginfod
+  uint64_t files_rejected = 0;        // not regular, too large, not a sound ELF
+  uint64_t modules_evicted = 0;       // dropped to stay within cache_bytes
+  uint64_t modules_cached = 0;        // modules indexed now
+  uint64_t cache_bytes = 0;           // estimated bytes held now
 };
 
 struct SymbolizerOptions {
   // Directories laid out like /usr/lib/debug: .build-id/ab/cdef....debug
   std::vector<std::string> symbol_dirs;
-  // Root of the workload's /proc ("/proc"); binaries are looked up at
-  // <proc_root>/<pid>/root/<path> first, then at <path> itself.
+  // Root of the workload's /proc ("/proc"). A module's path is resolved
+  // inside <proc_root>/<pid>/root only (never in the collector's own
+  // filesystem); empty: module paths are not used, only build-ids.
   std::string proc_root = "/proc";
   // Where the distribution installs debug packages (Debian's *-dbg and
   // *-dbgsym): searched for separate debug files by build-id after
@@ -75,12 +88,27 @@ struct SymbolizerOptions {
   std::string system_debug_dir = "/usr/lib/debug";
   // Use debuginfod (DEBUGINFOD_URLS) when set.
   bool use_debuginfod = true;
+  // Estimated memory for indexes and cached results; over it, the least
+  // recently used modules are dropped (and indexed again if needed).
+  uint64_t cache_bytes = uint64_t{512} << 20;
+  // Larger binaries and debug files are not read.
+  uint64_t max_file_bytes = uint64_t{2} << 30;
+  // Resolve workload paths with the portable walk even where openat2
+  // exists (tests of the fallback).
+  bool walk_only = false;
 };
 
 class Symbolizer {
  public:
   static std::unique_ptr<Symbolizer> Create(const SymbolizerOptions& options);
   virtual ~Symbolizer() = default;
+
+  // Brackets the life of a profiled process: while attached, the
+  // symbolizer holds its root directory (<proc_root>/<pid>/root), so the
+  // process's modules can be read even after it exits. Counted: attach as
+  // often as detach.
+  virtual void AttachProcess(uint32_t pid) {}
+  virtual void DetachProcess(uint32_t pid) {}
 
   // Frames for `address` (an absolute runtime address inside `module`),
   // innermost (most deeply inlined) first and the physical function last.

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -116,7 +117,8 @@ class SymbolizerTest : public ::testing::Test {
     module.path = path;
     module.build_id_hex = build_id_;
     module.load_bias = facts_.load_bias;
-    module.pid = 1;  // /proc/1/root/<path> is not where these files live
+    // Paths resolve inside /proc/<pid>/root: this process's own root.
+    module.pid = static_cast<uint32_t>(getpid());
     return module;
   }
 
@@ -145,6 +147,16 @@ class SymbolizerTest : public ::testing::Test {
     EXPECT_EQ(frames[2].function, "ringprof_test::Outer(int)");
     EXPECT_THAT(frames[2].file, EndsWith(kSourceFile));
     EXPECT_EQ(frames[2].line, facts_.outer_call_line);
+  }
+
+  // What a stripped binary without debug info gives: one frame naming the
+  // start of the function, no inlining, no file.
+  static void ExpectFunctionStartOnly(
+      const std::vector<SymbolizedFrame>& frames) {
+    ASSERT_THAT(frames, SizeIs(1));
+    EXPECT_THAT(frames[0].function,
+                ::testing::StartsWith("[symbolizer_test_program] 0x"));
+    EXPECT_THAT(frames[0].file, IsEmpty());
   }
 
   ProgramFacts facts_;
@@ -193,13 +205,24 @@ TEST_F(SymbolizerTest, ReturnAddressIsLookedUpAtTheCallInstruction) {
   EXPECT_EQ(symbolizer->stats().cache_hits, 0u);
 }
 
-TEST_F(SymbolizerTest, StrippedBinaryAloneResolvesNothing) {
+TEST_F(SymbolizerTest, StrippedBinaryAloneNamesTheFunctionStart) {
+  // Stripped to .dynsym, which names none of the program's functions:
+  // .eh_frame still knows where each function starts, so every address of
+  // Leaf shows as Leaf's start.
   auto symbolizer = Symbolizer::Create({});
-  EXPECT_THAT(symbolizer->Symbolize(
-                  Module(DataPath("stripped/symbolizer_test_program")),
-                  facts_.outer_return_address, AddressKind::kReturnAddress),
-              IsEmpty());
-  EXPECT_EQ(symbolizer->misses(), 1u);
+  ModuleInfo module = Module(DataPath("stripped/symbolizer_test_program"));
+  const std::string leaf_start = absl::StrFormat(
+      "[symbolizer_test_program] 0x%x", facts_.leaf - facts_.load_bias);
+  for (uint64_t address : {facts_.leaf, facts_.leaf + 1, facts_.leaf + 4}) {
+    std::vector<SymbolizedFrame> frames =
+        symbolizer->Symbolize(module, address, AddressKind::kInstruction);
+    ASSERT_THAT(frames, SizeIs(1));
+    EXPECT_EQ(frames[0].function, leaf_start);
+    EXPECT_THAT(frames[0].file, IsEmpty());
+  }
+  ExpectFunctionStartOnly(symbolizer->Symbolize(
+      module, facts_.outer_return_address, AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->misses(), 0u);
   EXPECT_EQ(symbolizer->stats().modules_opened, 1u);
 }
 
@@ -252,12 +275,17 @@ TEST_F(SymbolizerTest, FindsDebugPackagesInsideTheWorkloadRootThenOnTheHost) {
       proc_root / "4242" / "root" / "opt/debug" / build_id_path;
   fs::create_directories(in_container.parent_path());
   fs::copy_file(DataPath("symbolizer_test_program.debug"), in_container);
+  // The stripped binary, where the workload sees it.
+  const std::string reported = "/opt/workload/bin/program";
+  fs::path binary = proc_root / "4242" / "root" / "opt/workload/bin/program";
+  fs::create_directories(binary.parent_path());
+  fs::copy_file(DataPath("stripped/symbolizer_test_program"), binary);
 
   SymbolizerOptions options;
   options.proc_root = proc_root.string();
   options.system_debug_dir = "/opt/debug";  // absent on the host
   auto symbolizer = Symbolizer::Create(options);
-  ModuleInfo module = Module(DataPath("stripped/symbolizer_test_program"));
+  ModuleInfo module = Module(reported);
   module.pid = 4242;
   ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
                                          AddressKind::kReturnAddress));
@@ -268,6 +296,7 @@ TEST_F(SymbolizerTest, FindsDebugPackagesInsideTheWorkloadRootThenOnTheHost) {
   fs::copy_file(DataPath("symbolizer_test_program.debug"),
                 host_dir / build_id_path);
   options.system_debug_dir = host_dir.string();
+  options.proc_root = "/proc";  // this process, where DataPath exists
   symbolizer = Symbolizer::Create(options);
   ExpectOuterChain(symbolizer->Symbolize(
       Module(DataPath("stripped/symbolizer_test_program")),
@@ -275,10 +304,9 @@ TEST_F(SymbolizerTest, FindsDebugPackagesInsideTheWorkloadRootThenOnTheHost) {
 
   options.system_debug_dir.clear();
   symbolizer = Symbolizer::Create(options);
-  EXPECT_THAT(symbolizer->Symbolize(
-                  Module(DataPath("stripped/symbolizer_test_program")),
-                  facts_.outer_return_address, AddressKind::kReturnAddress),
-              IsEmpty());
+  ExpectFunctionStartOnly(symbolizer->Symbolize(
+      Module(DataPath("stripped/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
 }
 
 TEST_F(SymbolizerTest, RejectsFilesWithAnotherBuildId) {
@@ -299,10 +327,9 @@ TEST_F(SymbolizerTest, RejectsDebugFileWithAnotherBuildId) {
   SymbolizerOptions options;
   options.symbol_dirs = {SymbolsDirWith("/proc/self/exe", build_id_)};
   auto symbolizer = Symbolizer::Create(options);
-  EXPECT_THAT(symbolizer->Symbolize(
-                  Module(DataPath("stripped/symbolizer_test_program")),
-                  facts_.outer_return_address, AddressKind::kReturnAddress),
-              IsEmpty());
+  ExpectFunctionStartOnly(symbolizer->Symbolize(
+      Module(DataPath("stripped/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
   EXPECT_GE(symbolizer->stats().build_id_mismatches, 1u);
 }
 
@@ -348,9 +375,8 @@ TEST_F(SymbolizerTest, ModulesWithoutBuildIdAreKeyedByPath) {
                                          AddressKind::kReturnAddress));
   ModuleInfo other = Module(DataPath("stripped/symbolizer_test_program"));
   other.build_id_hex.clear();
-  EXPECT_THAT(symbolizer->Symbolize(other, facts_.outer_return_address,
-                                    AddressKind::kReturnAddress),
-              IsEmpty());
+  ExpectFunctionStartOnly(symbolizer->Symbolize(
+      other, facts_.outer_return_address, AddressKind::kReturnAddress));
   EXPECT_EQ(symbolizer->stats().modules_opened, 2u);
 }
 
@@ -487,6 +513,7 @@ TEST_F(SymbolizerTest, AgreesWithLlvmSymbolizerAcrossABinary) {
   ModuleInfo module;
   module.path = binary;
   module.load_bias = 0;  // file addresses, as given to llvm-symbolizer
+  module.pid = static_cast<uint32_t>(getpid());
   int compared = 0;
   int with_inlines = 0;
   int mismatches = 0;
@@ -696,10 +723,9 @@ TEST_F(SymbolizerDebuginfodTest, RejectsAServedFileWithAnotherBuildId) {
       FakeDebuginfod::Files{{DebuginfoPath(), "/proc/self/exe"}});
   UseServer(server);
   auto symbolizer = Symbolizer::Create({});
-  EXPECT_THAT(symbolizer->Symbolize(
-                  Module(DataPath("stripped/symbolizer_test_program")),
-                  facts_.outer_return_address, AddressKind::kReturnAddress),
-              IsEmpty());
+  ExpectFunctionStartOnly(symbolizer->Symbolize(
+      Module(DataPath("stripped/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
   EXPECT_EQ(symbolizer->stats().debuginfod_fetches, 0u);
   EXPECT_GE(symbolizer->stats().build_id_mismatches, 1u);
 }
@@ -711,10 +737,9 @@ TEST_F(SymbolizerDebuginfodTest, DisabledMeansNoRequests) {
   SymbolizerOptions options;
   options.use_debuginfod = false;
   auto symbolizer = Symbolizer::Create(options);
-  EXPECT_THAT(symbolizer->Symbolize(
-                  Module(DataPath("stripped/symbolizer_test_program")),
-                  facts_.outer_return_address, AddressKind::kReturnAddress),
-              IsEmpty());
+  ExpectFunctionStartOnly(symbolizer->Symbolize(
+      Module(DataPath("stripped/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
   EXPECT_THAT(server.requests(), IsEmpty());
 }
 
