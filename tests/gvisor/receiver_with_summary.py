@@ -21,10 +21,11 @@ import receiver  # noqa: E402
 _validate_pprof = receiver.validate_pprof
 
 
-def validate_and_summarize(data, now_ns):
-    summary = _validate_pprof(data, now_ns)  # raises on anything Pyroscope rejects
+def validate_and_summarize(lenient_profile, size, labels, now_ns):
+    # Raises on anything Pyroscope rejects (strings are UTF-8 past it).
+    summary = _validate_pprof(lenient_profile, size, labels, now_ns)
     profile = receiver.profile_pb2.Profile()
-    profile.ParseFromString(data)
+    profile.ParseFromString(lenient_profile.SerializeToString())
     summary["summary"] = profile_summary.summarize(profile)
     return summary
 

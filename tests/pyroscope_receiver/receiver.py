@@ -2,9 +2,10 @@
 """A local stand-in for Grafana Pyroscope's ingestion endpoint.
 
 It speaks the two protocols ringprof ships with (the Connect unary Push API
-and the legacy /ingest handler), enforces the validation rules Pyroscope's
-distributor applies with its default limits (see ../../shared notes §6 and
-README.md here), records every accepted profile and every rejection, and
+and the legacy /ingest handler), enforces the validation rules Grafana
+Pyroscope v1.21.1 applies with its default limits, with its messages (each
+rule cites its source; README.md has the table), records every accepted
+profile and every rejection, and
 injects scriptable faults: down/up, status codes with Retry-After, slow
 responses, TLS with a self-signed CA.
 
@@ -30,21 +31,25 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import zlib
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-# Pyroscope's default limits (pkg/validation/limits.go).
-MAX_LABEL_NAMES_PER_SERIES = 30
-MAX_LABEL_NAME_LENGTH = 1024
-MAX_LABEL_VALUE_LENGTH = 2048
-MAX_PROFILE_SIZE_BYTES = 4 * 1024 * 1024
-MAX_PROFILE_SAMPLES = 16000
-REJECT_OLDER_THAN_NS = 3600 * 10**9
-CREATION_GRACE_PERIOD_NS = 600 * 10**9
-
-LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9_.]+$")
-# Legacy application names: letters, digits and ._- (pyroscope flameql).
-APP_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+# Grafana Pyroscope's default limits (v1.21.1 pkg/validation/limits.go,
+# RegisterFlags).
+MAX_LABEL_NAMES_PER_SERIES = 30       # validation.max-label-names-per-series
+MAX_LABEL_NAME_LENGTH = 1024          # validation.max-length-label-name
+MAX_LABEL_VALUE_LENGTH = 2048         # validation.max-length-label-value
+MAX_PROFILE_SIZE_BYTES = 4 * 1024 * 1024  # validation.max-profile-size-bytes
+MAX_PROFILE_SAMPLES = 16000           # validation.max-profile-stacktrace-samples
+MAX_SAMPLE_LABELS = 100               # ...max-profile-stacktrace-sample-labels
+MAX_STACKTRACE_DEPTH = 1000           # ...max-profile-stacktrace-depth (truncates)
+MAX_SYMBOL_VALUE_LENGTH = 65535       # ...max-profile-symbol-value-length (truncates)
+REJECT_OLDER_THAN_NS = 3600 * 10**9   # validation.reject-older-than
+CREATION_GRACE_PERIOD_NS = 600 * 10**9  # validation.reject-newer-than
+INGESTION_RATE_MB = 4                 # distributor.ingestion-rate-limit-mb
+INGESTION_BURST_SIZE_MB = 2           # distributor.ingestion-burst-size-mb
+BYTES_IN_MB = 1048576                 # limits.go bytesInMB
 
 # Connect error codes and their HTTP status (connectrpc.com protocol spec).
 CONNECT_STATUS = {
@@ -61,18 +66,37 @@ STATUS_CONNECT = {v: k for k, v in CONNECT_STATUS.items()}
 
 
 def load_protos():
-    """Generates and imports profile_pb2, types_pb2 and push_pb2."""
+    """Generates and imports profile_pb2, push_pb2 and a lenient profile
+    module whose string_table is bytes: Go's pprof decoder (vtproto) takes
+    any bytes and Pyroscope then refuses a non-UTF-8 string with its own
+    message, which the receiver must give too (Python's proto3 decoder would
+    fail earlier with a different one)."""
     out = tempfile.mkdtemp(prefix="pyroscope_receiver_pb2_")
     protos = [os.path.join("proto", p)
               for p in ("profile.proto", "types.proto", "push.proto")]
     subprocess.run(["protoc", "--proto_path=" + REPO_ROOT,
                     "--python_out=" + out] + protos, check=True)
+    lenient_dir = os.path.join(out, "lenient")
+    os.makedirs(os.path.join(lenient_dir, "lenient"))
+    with open(os.path.join(REPO_ROOT, "proto", "profile.proto")) as f:
+        text = f.read()
+    text = re.sub(r"package\s+perftools\.profiles\s*;",
+                  "package ringprof_receiver_lenient;", text)
+    text = re.sub(r"repeated\s+string\s+string_table\s*=",
+                  "repeated bytes string_table =", text)
+    text = re.sub(r"option\s+go_package[^;]*;", "", text)
+    with open(os.path.join(lenient_dir, "lenient", "profile_lenient.proto"), "w") as f:
+        f.write(text)
+    subprocess.run(["protoc", "--proto_path=" + lenient_dir, "--python_out=" + out,
+                    os.path.join(lenient_dir, "lenient", "profile_lenient.proto")],
+                   check=True)
     sys.path.insert(0, out)
     from proto import profile_pb2, push_pb2  # pylint: disable=import-outside-toplevel
-    return profile_pb2, push_pb2
+    from lenient import profile_lenient_pb2  # pylint: disable=import-outside-toplevel
+    return profile_pb2, push_pb2, profile_lenient_pb2
 
 
-profile_pb2, push_pb2 = load_protos()
+profile_pb2, push_pb2, profile_lenient_pb2 = load_protos()
 from google.protobuf import json_format  # noqa: E402
 
 
@@ -85,111 +109,260 @@ class Rejection(Exception):
         self.message = message
 
 
-def maybe_gunzip(data):
-    if data[:2] == b"\x1f\x8b":
-        try:
-            return gzip.decompress(data), True
-        except (OSError, EOFError) as e:
-            raise Rejection("invalid_argument", "failed to decompress profile: %s" % e)
-    return data, False
+def label_pairs_string(labels):
+    """phlaremodel.LabelPairsString: {a="1", b="2"} (Go %q quoting)."""
+    return "{" + ", ".join("%s=%s" % (n, json.dumps(v, ensure_ascii=False))
+                           for n, v in labels) + "}"
+
+
+def humanize_ibytes(n):
+    """go-humanize IBytes: "4.0 MiB", "512 B"."""
+    if n < 1024:
+        return "%d B" % n
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    e = 0
+    v = float(n)
+    while v >= 1024 and e < len(units) - 1:
+        v /= 1024
+        e += 1
+    return ("%.1f %s" if v < 10 else "%.0f %s") % (v, units[e])
+
+
+def humanize_bytes(n):
+    """go-humanize Bytes (SI): "4.2 MB"."""
+    if n < 1000:
+        return "%d B" % n
+    units = ["B", "kB", "MB", "GB", "TB"]
+    e = 0
+    v = float(n)
+    while v >= 1000 and e < len(units) - 1:
+        v /= 1000
+        e += 1
+    return ("%.1f %s" if v < 10 else "%.0f %s") % (v, units[e])
+
+
+def sanitize_legacy_label_name(name):
+    """validation.SanitizeLegacyLabelName: (sanitized, ok). Names are
+    [a-zA-Z0-9_.], not starting with a digit; dots become underscores."""
+    if not name:
+        return name, False
+    for i, c in enumerate(name):
+        if not (("a" <= c <= "z") or ("A" <= c <= "Z") or c == "_" or
+                ("0" <= c <= "9" and i != 0)):
+            if c != ".":
+                return name, False
+    return name.replace(".", "_"), True
+
+
+def is_valid_utf8(text):
+    """Python str from protobuf is always valid; surrogates are not."""
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def validate_labels(labels):
-    """labels: list of (name, value) as sent. Mirrors validation.ValidateLabels."""
-    if len(labels) > MAX_LABEL_NAMES_PER_SERIES:
+    """labels: list of (name, value) as sent. Mirrors v1.21.1
+    pkg/validation/validate.go ValidateLabels with default limits (label
+    sanitization on). Returns the labels as Pyroscope stores them (sorted,
+    names sanitized)."""
+    if not labels:
         raise Rejection("invalid_argument",
-                        "profile series has %d label names; limit %d"
-                        % (len(labels), MAX_LABEL_NAMES_PER_SERIES))
-    names = [n for n, _ in labels]
-    if "__name__" not in names:
-        raise Rejection("invalid_argument", "profile series without __name__ label")
-    seen = set()
-    for name, value in labels:
-        if len(name) > MAX_LABEL_NAME_LENGTH:
-            raise Rejection("invalid_argument", "label name too long: %r" % name[:64])
-        if len(value) > MAX_LABEL_VALUE_LENGTH:
+                        "error at least one label pair is required per profile")
+    ls = sorted(labels, key=lambda kv: kv[0])
+    if len(ls) > MAX_LABEL_NAMES_PER_SERIES:
+        raise Rejection("invalid_argument",
+                        "profile series '%s' has %d label names; limit %d"
+                        % (label_pairs_string(ls), len(ls), MAX_LABEL_NAMES_PER_SERIES))
+    metric = next((v for n, v in ls if n == "__name__"), "")
+    if not metric or not is_valid_utf8(metric):
+        raise Rejection("invalid_argument", "invalid labels '%s' with error: %s"
+                        % (label_pairs_string(ls), "invalid metric name"))
+    service = next((v for n, v in ls if n == "service_name"), "")
+    if not service:
+        raise Rejection("invalid_argument", "invalid labels '%s' with error: %s"
+                        % (label_pairs_string(ls), "service name is not provided"))
+    out = []
+    for name, value in ls:
+        if len(name.encode("utf-8")) > MAX_LABEL_NAME_LENGTH:
             raise Rejection("invalid_argument",
-                            "label value too long for label %r" % name)
-        if not LABEL_NAME_RE.match(name):
-            raise Rejection("invalid_argument", "invalid label name %r" % name)
+                            "profile with labels '%s' has label name too long: '%s'"
+                            % (label_pairs_string(ls), name))
+        if len(value.encode("utf-8")) > MAX_LABEL_VALUE_LENGTH:
+            raise Rejection("invalid_argument",
+                            "profile with labels '%s' has label value too long: '%s'"
+                            % (label_pairs_string(ls), value))
+        new_name, ok = sanitize_legacy_label_name(name)
+        if not ok:
+            raise Rejection("invalid_argument", "invalid labels '%s' with error: %s"
+                            % (label_pairs_string(ls), "invalid label name '%s'" % name))
+        if not is_valid_utf8(value):
+            raise Rejection("invalid_argument", "invalid labels '%s' with error: %s"
+                            % (label_pairs_string(ls), "invalid label value '%s'" % value))
+        if new_name != name:
+            # handleSanitizedLabel: same name and value merge; a different
+            # value is a duplicate.
+            clash = [v for n, v in ls if n == new_name] + \
+                    [v for n, v in out if n == new_name]
+            if clash and clash[0] != value:
+                raise Rejection("invalid_argument",
+                                "profile with labels '%s' has duplicate label name "
+                                "'%s' after label name sanitization from '%s'"
+                                % (label_pairs_string(ls), new_name, name))
+            if clash:
+                continue
+        elif any(n == new_name for n, _ in out):
+            raise Rejection("invalid_argument",
+                            "profile with labels '%s' has duplicate label name: '%s'"
+                            % (label_pairs_string(ls), name))
+        # Stricter than Pyroscope (which treats it as no label): an empty
+        # value is always a client bug here.
         if value == "":
             raise Rejection("invalid_argument", "empty value for label %r" % name)
-        if name in seen:
-            raise Rejection("invalid_argument", "duplicate label name %r" % name)
-        seen.add(name)
+        out.append((new_name, value))
+    return sorted(out, key=lambda kv: kv[0])
 
 
-def validate_utf8(raw, what):
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Rejection("invalid_argument", "%s is not valid UTF-8" % what)
-
-
-def validate_pprof(data, now_ns):
-    """Parses and validates one uncompressed pprof. Returns a summary dict."""
+def decompress_profile(raw):
+    """pprof.RawFromBytesWithLimit: gzip detected by magic; the
+    uncompressed size is limited (default 4 MiB)."""
+    if raw[:2] != b"\x1f\x8b":
+        data, gzipped = raw, False
+    else:
+        try:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            data = d.decompress(raw, MAX_PROFILE_SIZE_BYTES + 1)
+            if not d.eof and len(data) <= MAX_PROFILE_SIZE_BYTES:
+                raise Rejection("invalid_argument",
+                                "failed to decompress profile: unexpected EOF")
+        except zlib.error as e:
+            raise Rejection("invalid_argument", "failed to decompress profile: %s" % e)
+        gzipped = True
     if len(data) > MAX_PROFILE_SIZE_BYTES:
         raise Rejection("invalid_argument",
-                        "uncompressed profile payload size exceeds limit of %d bytes"
-                        % MAX_PROFILE_SIZE_BYTES)
-    p = profile_pb2.Profile()
+                        "uncompressed profile payload size exceeds limit of %s"
+                        % humanize_bytes(MAX_PROFILE_SIZE_BYTES))
+    return data, gzipped
+
+
+def parse_pprof(data):
+    p = profile_lenient_pb2.Profile()
     try:
         p.ParseFromString(data)
     except Exception as e:  # pylint: disable=broad-except
         raise Rejection("invalid_argument", "failed to parse profile: %s" % e)
-    st = p.string_table
-    if len(st) == 0 or st[0] != "":
-        raise Rejection("invalid_argument", "string_table[0] must be \"\"")
+    return p
 
-    def s(i, what):
-        if i < 0 or i >= len(st):
+
+def validate_pprof(p, size, labels, now_ns):
+    """Mirrors v1.21.1 pkg/validation/validate.go ValidateProfile (and
+    validateStringTableAccess) with default limits, plus structural rules
+    Pyroscope enforces later or not at all (marked "stricter"). `p` is a
+    lenient Profile (string_table as bytes). Returns a summary dict."""
+    ls = label_pairs_string(labels)
+    if not p.sample_type:
+        raise Rejection("invalid_argument", "empty profile")
+    if p.time_nanos > 0:
+        start, end = now_ns - REJECT_OLDER_THAN_NS, now_ns + CREATION_GRACE_PERIOD_NS
+        if not (start < p.time_nanos < end):
             raise Rejection("invalid_argument",
-                            "%s: string index %d out of range" % (what, i))
-        return st[i]
-
+                            "profile with labels '%s' is outside of ingestion window "
+                            "(profile timestamp: %s, the ingestion window starts at %s "
+                            "and ends at %s)" % (ls, fmt_ms(p.time_nanos),
+                                                 fmt_ms(start), fmt_ms(end)))
+    if size > MAX_PROFILE_SIZE_BYTES:
+        raise Rejection("invalid_argument",
+                        "the profile with labels '%s' exceeds the size limit "
+                        "(max_profile_size_byte, actual: %d, limit: %d)"
+                        % (ls, size, MAX_PROFILE_SIZE_BYTES))
     if len(p.sample) > MAX_PROFILE_SAMPLES:
         raise Rejection("invalid_argument",
-                        "profile has %d samples; limit %d"
-                        % (len(p.sample), MAX_PROFILE_SAMPLES))
-    if not p.sample_type:
-        raise Rejection("invalid_argument", "profile has no sample types")
+                        "the profile with labels '%s' exceeds the samples count limit "
+                        "(max_profile_stacktrace_samples, actual: %d, limit: %d)"
+                        % (ls, len(p.sample), MAX_PROFILE_SAMPLES))
+    max_depth = 0
+    for smp in p.sample:
+        max_depth = max(max_depth, min(len(smp.location_id), MAX_STACKTRACE_DEPTH))
+        if len(smp.label) > MAX_SAMPLE_LABELS:
+            raise Rejection("invalid_argument",
+                            "the profile with labels '%s' exceeds the sample labels limit "
+                            "(max_profile_stacktrace_sample_labels, actual: %d, limit: %d)"
+                            % (ls, len(smp.label), MAX_SAMPLE_LABELS))
+    # Longer symbols are cut to their last 65535 bytes, before the UTF-8
+    # check: a cut inside a character makes the profile invalid.
+    st = [b if len(b) <= MAX_SYMBOL_VALUE_LENGTH else b[len(b) - MAX_SYMBOL_VALUE_LENGTH:]
+          for b in p.string_table]
+    for loc in p.location:
+        if loc.id == 0:
+            raise Rejection("invalid_argument", "location id is 0")
+    for f in p.function:
+        if f.id == 0:
+            raise Rejection("invalid_argument", "function id is 0")
+    for smp in p.sample:
+        if len(smp.value) != len(p.sample_type):
+            raise Rejection("invalid_argument", "sample value length mismatch")
+    # validateStringTableAccess
+    n = len(st)
+    if n == 0 or st[0] != b"":
+        raise Rejection("invalid_argument", "string 0 should be empty string")
+    for vt in p.sample_type:
+        if vt.type >= n:
+            raise Rejection("invalid_argument", "sample type type string index out of range")
+    for smp in p.sample:
+        for lab in smp.label:
+            if lab.str >= n or lab.key >= n:
+                raise Rejection("invalid_argument", "sample label string index out of range")
+    for f in p.function:
+        if f.name >= n:
+            raise Rejection("invalid_argument", "function name string index out of range")
+        if f.system_name >= n:
+            raise Rejection("invalid_argument",
+                            "function system name index string out of range")
+        if f.filename >= n:
+            raise Rejection("invalid_argument", "function file name string index out of range")
+    for m in p.mapping:
+        if m.filename >= n:
+            raise Rejection("invalid_argument", "mapping file name string index out of range")
+        if m.build_id >= n:
+            raise Rejection("invalid_argument", "mapping build id string index out of range")
+    for vt in p.sample_type:
+        if b"-" in st[vt.type]:
+            raise Rejection("invalid_argument", "sample type contains -")
+    strings = []
+    for b in st:
+        try:
+            strings.append(b.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise Rejection("invalid_argument", "invalid utf8 string hex: %s" % b.hex())
+
+    # Stricter than Pyroscope's validation (it would break later, or store
+    # a profile pprof tools cannot read): every index and id resolves, the
+    # unit and period type are set, sample type names are not empty.
+    def s(i, what):
+        if i < 0 or i >= n:
+            raise Rejection("invalid_argument",
+                            "%s: string index %d out of range" % (what, i))
+        return strings[i]
+
     sample_types = []
     for vt in p.sample_type:
         t, u = s(vt.type, "sample_type"), s(vt.unit, "sample_type unit")
-        if not t or "-" in t:
+        if not t:
             raise Rejection("invalid_argument", "invalid sample type name %r" % t)
         sample_types.append("%s:%s" % (t, u))
     if p.period_type.type == 0:
         raise Rejection("invalid_argument", "period_type is not set")
     period_type = "%s:%s" % (s(p.period_type.type, "period_type"),
                              s(p.period_type.unit, "period_type unit"))
-    if p.time_nanos != 0:
-        if p.time_nanos < now_ns - REJECT_OLDER_THAN_NS:
-            raise Rejection("invalid_argument",
-                            "profile is too old: time_nanos %d" % p.time_nanos)
-        if p.time_nanos > now_ns + CREATION_GRACE_PERIOD_NS:
-            raise Rejection("invalid_argument",
-                            "profile is too far in the future: time_nanos %d"
-                            % p.time_nanos)
-    function_ids = set()
-    for f in p.function:
-        if f.id == 0:
-            raise Rejection("invalid_argument", "function id is 0")
-        s(f.name, "function name")
-        s(f.system_name, "function system_name")
-        s(f.filename, "function filename")
-        function_ids.add(f.id)
-    mapping_ids = set()
+    function_ids = {f.id for f in p.function}
+    mapping_ids = {m.id for m in p.mapping}
     for m in p.mapping:
         if m.id == 0:
             raise Rejection("invalid_argument", "mapping id is 0")
-        s(m.filename, "mapping filename")
-        s(m.build_id, "mapping build_id")
-        mapping_ids.add(m.id)
     location_ids = set()
     for loc in p.location:
-        if loc.id == 0:
-            raise Rejection("invalid_argument", "location id is 0")
         if loc.mapping_id != 0 and loc.mapping_id not in mapping_ids:
             raise Rejection("invalid_argument",
                             "location %d references unknown mapping" % loc.id)
@@ -202,10 +375,6 @@ def validate_pprof(data, now_ns):
     totals = [0] * len(p.sample_type)
     label_keys = set()
     for smp in p.sample:
-        if len(smp.value) != len(p.sample_type):
-            raise Rejection("invalid_argument",
-                            "sample has %d values; profile has %d sample types"
-                            % (len(smp.value), len(p.sample_type)))
         for lid in smp.location_id:
             if lid not in location_ids:
                 raise Rejection("invalid_argument",
@@ -213,10 +382,8 @@ def validate_pprof(data, now_ns):
         for i, v in enumerate(smp.value):
             totals[i] += v
         for lab in smp.label:
-            key = s(lab.key, "label key")
             if lab.str:
-                s(lab.str, "label value")
-                label_keys.add(key)
+                label_keys.add(strings[lab.key])
     return {
         "sample_types": sample_types,
         "period_type": period_type,
@@ -224,11 +391,81 @@ def validate_pprof(data, now_ns):
         "time_nanos": p.time_nanos,
         "duration_nanos": p.duration_nanos,
         "num_samples": len(p.sample),
+        "max_depth": max_depth,
         "totals": totals,
         # String labels on samples become series labels in Pyroscope.
         "sample_label_keys": sorted(label_keys),
-        "uncompressed_size": len(data),
+        "uncompressed_size": size,
+        "mapping_files": sorted({strings[m.filename] for m in p.mapping}),
+        "functions": sorted({strings[f.name] for f in p.function}),
     }
+
+
+def fmt_ms(ns):
+    """util.FormatTimeMillis: RFC 3339 with milliseconds, UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + \
+        ".%03dZ" % ((ns // 10**6) % 1000)
+
+
+class TokenBucket:
+    """golang.org/x/time/rate.Limiter as the distributor's per-tenant
+    ingestion limiter uses it: AllowN(now, n) is false when n exceeds the
+    burst (always) or the tokens available; tokens refill at `rate`/s."""
+
+    def __init__(self, rate, burst):
+        self.rate = rate
+        self.burst = burst
+        self.tokens = float(burst)
+        self.last = time.monotonic()
+
+    def allow_n(self, n):
+        now = time.monotonic()
+        self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.rate == 0:
+            return True  # 0 disables the limit (tests of the client alone)
+        if n > self.tokens:
+            return False
+        self.tokens -= n
+        return True
+
+
+def rate_limit(state, tenant, labels, size):
+    """distributor.rateLimit: labels' bytes plus the uncompressed profile
+    (calculateRequestSize) against the tenant's token bucket; 429
+    resource_exhausted otherwise (never with Retry-After)."""
+    cost = size + sum(len(n.encode()) + len(v.encode()) for n, v in labels)
+    with state.lock:
+        bucket = state.buckets.get(tenant)
+        if bucket is None:
+            bucket = state.buckets[tenant] = TokenBucket(
+                state.args.ingestion_rate_mb * BYTES_IN_MB,
+                int(state.args.ingestion_burst_size_mb * BYTES_IN_MB))
+        ok = bucket.allow_n(cost)
+    if not ok:
+        raise Rejection("resource_exhausted",
+                        "push rate limit (%s) exceeded while adding %s"
+                        % (humanize_ibytes(int(state.args.ingestion_rate_mb * BYTES_IN_MB)),
+                           humanize_ibytes(cost)))
+
+
+def ingest_series(state, tenant, labels, raw_profile, now_ns):
+    """One profile of a push (distributor.Push + pushSeries): decompress,
+    service_name fallback, rate limit, ValidateProfile, ValidateLabels."""
+    data, gzipped = decompress_profile(raw_profile)
+    p = parse_pprof(data)
+    labels = list(labels)
+    service = next((v for n, v in labels if n == "service_name"), "")
+    if service == "":
+        labels.append(("service_name", "unknown_service"))
+    labels.sort(key=lambda kv: kv[0])
+    rate_limit(state, tenant, labels, len(data))
+    summary = validate_pprof(p, len(data), labels, now_ns)
+    stored = validate_labels(labels)
+    # Pyroscope drops __session_id__ unless validation.max-sessions-per-series
+    # is set (distributor.limitMaxSessionsPerSeries; default 0).
+    stored = [(n, v) for n, v in stored if n != "__session_id__"]
+    return dict(summary, gzipped=gzipped, stored_labels=dict(stored))
 
 
 class State:
@@ -242,15 +479,19 @@ class State:
         self.requests = 0
         self.faults = []  # list of dicts with "count"
         self.down = False
+        self.buckets = {}  # tenant -> TokenBucket
         self.record_file = open(args.record, "a") if args.record else None
 
-    def next_fault(self):
+    def next_fault(self, labels):
+        """The first pending fault for a request with series `labels`
+        (name -> value): a fault with "when_label": [name, value] applies
+        only to requests carrying that label."""
         with self.lock:
             self.requests += 1
-            while self.faults:
-                f = self.faults[0]
-                if f["count"] <= 0:
-                    self.faults.pop(0)
+            self.faults = [f for f in self.faults if f["count"] > 0]
+            for f in self.faults:
+                when = f.get("when_label")
+                if when and labels.get(when[0]) != when[1]:
                     continue
                 f["count"] -= 1
                 return dict(f)
@@ -314,31 +555,83 @@ def handle_push(state, headers, body):
     except Exception as e:  # pylint: disable=broad-except
         raise Rejection("invalid_argument", "cannot decode PushRequest: %s" % e)
     now_ns = time.time_ns()
-    entries = []
+    entries, errors = [], []
+    # Every profile is pushed on its own; the valid ones are ingested even
+    # when another of the same request fails (distributor.PushBatch), and
+    # the request then fails with the errors.
     for series in req.series:
         labels = [(l.name, l.value) for l in series.labels]
-        validate_labels(labels)
         for sample in series.samples:
-            raw, gzipped = maybe_gunzip(sample.raw_profile)
-            summary = validate_pprof(raw, now_ns)
+            try:
+                summary = ingest_series(state, tenant, labels, sample.raw_profile, now_ns)
+            except Rejection as r:
+                errors.append(r)
+                continue
+            # Pyroscope stores the profile under a new UUID
+            # (sendRequestsToIngester: series.ID = uuid.NewString()); `id`
+            # is what the client sent.
             entries.append(dict(summary, labels=dict(labels), id=sample.ID,
-                                gzipped=gzipped, tenant=tenant, api="push",
-                                received_ns=now_ns))
-    return entries
+                                tenant=tenant, api="push", received_ns=now_ns))
+    if not entries and not errors:
+        raise Rejection("invalid_argument", "no profiles received")
+    return entries, errors
+
+
+def label_name_rune_ok(c):
+    return ("a" <= c <= "z") or ("A" <= c <= "Z") or ("0" <= c <= "9") or c in "_."
 
 
 def parse_legacy_name(name):
-    m = re.match(r"^([^{}]+)(?:\{(.*)\})?$", name)
-    if not m or not APP_NAME_RE.match(m.group(1)):
-        raise Rejection("invalid_argument", "invalid application name %r" % name)
-    labels = [("service_name", m.group(1))]
-    if m.group(2):
-        for kv in m.group(2).split(","):
-            if "=" not in kv:
-                raise Rejection("invalid_argument", "invalid tag %r" % kv)
-            k, v = kv.split("=", 1)
-            labels.append((k.strip(), v.strip()))
+    """api/model/labelset.Parse (v1.21.1), the /ingest `name` query: the
+    application name, then {k=v,...}. The app name may hold [A-Za-z0-9_.-/]
+    only; a tag value ends at ',' or '}' (what follows a '}' is ignored)."""
+    labels = {}
+    state, key, value = "name", "", ""
+    for c in name + "{":
+        if state == "name":
+            if c == "{":
+                state = "tags"
+                service = value.strip()
+                if not service:
+                    raise Rejection("invalid_argument", "name: service name is required")
+                for r in service:
+                    if not (label_name_rune_ok(r) or r in "-/"):
+                        raise Rejection("invalid_argument",
+                                        "name: invalid service name: %s: character is "
+                                        "not allowed: %s" % (service, go_quote_rune(r)))
+                labels["__name__"] = service
+            else:
+                value += c
+        elif state == "tags":
+            if c == "}":
+                state = "done"
+            elif c == "=":
+                state, value = "value", ""
+            else:
+                key += c
+        elif state == "value":
+            if c in ",}":
+                state = "tags"
+                k = key.strip()
+                if k != "__name__":
+                    if not k:
+                        raise Rejection("invalid_argument", "name: label name is required")
+                    for r in k:
+                        if not label_name_rune_ok(r):
+                            raise Rejection("invalid_argument",
+                                            "name: invalid label name: %s: character is "
+                                            "not allowed: %s" % (k, go_quote_rune(r)))
+                labels[k] = value.strip()
+                key = ""
+            else:
+                value += c
     return labels
+
+
+def go_quote_rune(r):
+    """Go's %q of a rune: 'x'."""
+    return "'" + (r if r.isprintable() and r not in "'\\" else
+                  json.dumps(r)[1:-1]) + "'"
 
 
 def parse_legacy_time(text):
@@ -360,32 +653,35 @@ def handle_ingest(state, headers, query, body):
     tenant = check_auth(state, headers)
     q = urllib.parse.parse_qs(query, keep_blank_values=True)
     name = q.get("name", [""])[0]
-    labels = parse_legacy_name(name)
+    parsed = parse_legacy_name(name)
     if q.get("format", [""])[0] != "pprof":
         raise Rejection("invalid_argument", "only format=pprof is supported here")
     from_ns = parse_legacy_time(q.get("from", ["0"])[0])
     until_ns = parse_legacy_time(q.get("until", ["0"])[0])
-    if "__name__" not in dict(labels):
-        labels.append(("__name__", "process_cpu"))
-    validate_labels(labels)
-    raw, gzipped = maybe_gunzip(body)
-    summary = validate_pprof(raw, time.time_ns())
-    return [dict(summary, labels=dict(labels), id="", gzipped=gzipped,
+    # The ingest adapter: the labelset's __name__ is the service; the
+    # profile's name comes from its sample types (process_cpu for ours).
+    labels = [("service_name", parsed.pop("__name__"))] + sorted(parsed.items())
+    labels.append(("__name__", "process_cpu"))
+    now_ns = time.time_ns()
+    summary = ingest_series(state, tenant, labels, body, now_ns)
+    return [dict(summary, labels=dict(labels), id="",
                  tenant=tenant, api="ingest", from_ns=from_ns,
                  until_ns=until_ns, spy_name=q.get("spyName", [""])[0],
-                 received_ns=time.time_ns())]
+                 received_ns=now_ns)], []
 
 
-def request_id(headers, body):
-    """The first RawSample.ID of a binary push body, for fault records."""
+def request_id_and_labels(headers, body):
+    """The first RawSample.ID and series labels of a binary push body, for
+    fault matching and records."""
     if headers.get("Content-Type", "") != "application/proto":
-        return ""
+        return "", {}
     try:
         req = push_pb2.PushRequest()
         req.ParseFromString(body)
-        return req.series[0].samples[0].ID
+        series = req.series[0]
+        return series.samples[0].ID, {l.name: l.value for l in series.labels}
     except Exception:  # pylint: disable=broad-except
-        return ""
+        return "", {}
 
 
 class QuietServer(http.server.ThreadingHTTPServer):
@@ -415,7 +711,8 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
             # A listener torn down mid-connection: no response at all.
             self.close_connection = True
             return
-        fault = state.next_fault()
+        fault_id, fault_labels = request_id_and_labels(self.headers, body)
+        fault = state.next_fault(fault_labels)
         if fault and fault.get("delay_ms"):
             time.sleep(fault["delay_ms"] / 1000.0)
         if fault and fault.get("status"):
@@ -425,18 +722,23 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
                              retry_after=fault.get("retry_after"))
             state.record("rejected", {"status": fault["status"], "fault": True,
                                       "message": fault.get("message", ""),
-                                      "id": request_id(self.headers, body),
+                                      "id": fault_id, "labels": fault_labels,
                                       "received_ns": time.time_ns()})
             return
         url = urllib.parse.urlsplit(self.path)
+        entries = []
         try:
             if url.path == "/push.v1.PusherService/Push":
-                entries = handle_push(state, self.headers, body)
+                entries, errors = handle_push(state, self.headers, body)
             elif url.path == "/ingest":
-                entries = handle_ingest(state, self.headers, url.query, body)
+                entries, errors = handle_ingest(state, self.headers, url.query, body)
             else:
                 raise Rejection("not_found", "no such endpoint %s" % url.path)
+            if errors:
+                raise Rejection(errors[0].code, "; ".join(e.message for e in errors))
         except Rejection as r:
+            for e in entries:
+                state.record("accepted", e)
             status = 415 if r.code == "unsupported_media_type" else CONNECT_STATUS[r.code]
             state.record("rejected", {"status": status, "code": r.code,
                                       "message": r.message, "path": url.path,
@@ -445,6 +747,14 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
                 self.send_response(415)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+            elif url.path == "/ingest":
+                # The legacy handler answers with a plain-text message.
+                payload = (r.message + "\n").encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
             else:
                 self.reply_error(status, r.code, r.message)
             return
@@ -601,6 +911,13 @@ def main():
     ap.add_argument("--tls-key")
     ap.add_argument("--self-signed-tls", metavar="DIR",
                     help="generate DIR/ca.pem and a server cert; serve https")
+    ap.add_argument("--ingestion-rate-mb", type=float, default=INGESTION_RATE_MB,
+                    help="per-tenant ingestion rate, MiB/s (Pyroscope default "
+                         "4; 0 disables the limiter)")
+    ap.add_argument("--ingestion-burst-size-mb", type=float,
+                    default=INGESTION_BURST_SIZE_MB,
+                    help="per-tenant burst, MiB (Pyroscope default 2): a "
+                         "profile larger than this is refused with 429")
     ap.add_argument("--start-down", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--exit-with-parent", action="store_true",

@@ -157,36 +157,127 @@ class ProtocolTest(ReceiverTest):
     def test_rejects_missing_name_label(self):
         self.assert_rejected(
             self.push(make_push(make_pprof(), labels=[("service_name", "a")])),
-            400, "__name__")
+            400, "invalid labels '{service_name=\"a\"}' with error: invalid metric name")
+
+    def test_missing_service_name_becomes_unknown_service(self):
+        code, _, _ = self.push(make_push(make_pprof(), labels=[("__name__", "memory")]))
+        self.assertEqual(code, 200)
+        [entry] = self.control_get("/accepted")
+        self.assertEqual(entry["stored_labels"]["service_name"], "unknown_service")
 
     def test_rejects_bad_label_names_values_and_counts(self):
-        base = [("__name__", "process_cpu")]
+        # validate.go ValidateLabels, with Pyroscope's own messages.
+        base = [("__name__", "process_cpu"), ("service_name", "app")]
         self.assert_rejected(self.push(make_push(make_pprof(), base + [("a-b", "1")])),
-                             400, "invalid label name")
+                             400, "with error: invalid label name 'a-b'")
+        # SanitizeLegacyLabelName: no leading digit.
+        self.assert_rejected(self.push(make_push(make_pprof(), base + [("1a", "1")])),
+                             400, "with error: invalid label name '1a'")
         self.assert_rejected(self.push(make_push(make_pprof(), base + [("a", "1"), ("a", "2")])),
-                             400, "duplicate")
-        many = base + [("l%d" % i, "v") for i in range(30)]
-        self.assert_rejected(self.push(make_push(make_pprof(), many)), 400, "limit 30")
+                             400, "has duplicate label name: 'a'")
+        many = base + [("l%d" % i, "v") for i in range(29)]
+        self.assert_rejected(self.push(make_push(make_pprof(), many)), 400,
+                             "has 31 label names; limit 30")
         self.assert_rejected(self.push(make_push(make_pprof(), base + [("a" * 1025, "v")])),
-                             400, "too long")
+                             400, "has label name too long")
         self.assert_rejected(self.push(make_push(make_pprof(), base + [("a", "v" * 2049)])),
-                             400, "too long")
+                             400, "has label value too long")
+        self.assert_rejected(self.push(make_push(make_pprof(), base + [("a", "")])),
+                             400, "empty value")
         # Invalid UTF-8 in a label value fails protobuf string decoding.
         req = make_push(make_pprof()).SerializeToString().replace(b"process_cpu",
                                                                    b"process\xffcpu")
         self.assert_rejected(self.post(req), 400, "decode")
 
+    def test_label_names_with_dots_are_renamed_like_pyroscope(self):
+        base = [("__name__", "process_cpu"), ("service_name", "app")]
+        code, _, _ = self.push(make_push(make_pprof(), base + [("k8s.cluster", "prod")]))
+        self.assertEqual(code, 200)
+        [entry] = self.control_get("/accepted")
+        self.assertEqual(entry["stored_labels"]["k8s_cluster"], "prod")
+        self.assertNotIn("k8s.cluster", entry["stored_labels"])
+        # Equal after renaming: the same value merges, another is refused.
+        code, _, _ = self.push(make_push(make_pprof(), base + [("a.b", "1"), ("a_b", "1")]))
+        self.assertEqual(code, 200)
+        self.control_post("/clear")
+        self.assert_rejected(
+            self.push(make_push(make_pprof(), base + [("a.b", "1"), ("a_b", "2")])), 400,
+            "has duplicate label name 'a_b' after label name sanitization from 'a.b'")
+
+    def test_session_id_is_dropped_by_default(self):
+        labels = [("__name__", "process_cpu"), ("service_name", "app"),
+                  ("__session_id__", "0011223344556677")]
+        self.assertEqual(self.push(make_push(make_pprof(), labels))[0], 200)
+        [entry] = self.control_get("/accepted")
+        self.assertEqual(entry["labels"]["__session_id__"], "0011223344556677")
+        self.assertNotIn("__session_id__", entry["stored_labels"])
+
+    def test_rejects_a_string_that_is_not_utf8(self):
+        p = receiver.profile_lenient_pb2.Profile()
+        p.ParseFromString(make_pprof())
+        p.string_table.append(b"/srv/bin_caf\xe9/app")
+        m = p.mapping.add()
+        m.id, m.filename = 1, len(p.string_table) - 1
+        req = make_push(p.SerializeToString())
+        self.assert_rejected(self.push(req), 400,
+                             "invalid utf8 string hex: 2f7372762f62696e5f636166e92f617070")
+
+    def test_long_symbols_are_cut_and_a_cut_character_refuses_the_profile(self):
+        p = receiver.profile_lenient_pb2.Profile()
+        p.ParseFromString(make_pprof())
+        p.string_table[3] = b"f" * 70000  # cut to 65535, still valid
+        self.assertEqual(self.push(make_push(p.SerializeToString()))[0], 200)
+        self.control_post("/clear")
+        # The last 65535 bytes start inside a 2-byte character.
+        p.string_table[3] = b"\xc3\xa9" * 40000
+        self.assert_rejected(self.push(make_push(p.SerializeToString())), 400,
+                             "invalid utf8 string hex: a9c3a9")
+
+    def test_rejects_too_many_sample_labels(self):
+        p = profile_pb2.Profile()
+        p.ParseFromString(make_pprof())
+        for i in range(101):
+            lab = p.sample[0].label.add()
+            lab.key, lab.num = 3, i
+        self.assert_rejected(self.push(make_push(p.SerializeToString())), 400,
+                             "exceeds the sample labels limit (max_profile_stacktrace_"
+                             "sample_labels, actual: 101, limit: 100)")
+
+    def test_a_profile_larger_than_the_burst_is_refused_with_429_forever(self):
+        p = profile_pb2.Profile()
+        p.ParseFromString(make_pprof())
+        p.string_table.append("x" * (2 * 1024 * 1024))
+        req = make_push(p.SerializeToString())
+        for _ in range(2):
+            code, body, headers = self.push(req)
+            self.assertEqual(code, 429, body)
+            self.assertIn("push rate limit (4.0 MiB) exceeded while adding 2.0 MiB",
+                          json.loads(body)["message"])
+            self.assertNotIn("Retry-After", headers)
+        self.assertEqual(self.control_get("/accepted"), [])
+        # Just under the burst (labels count too) is fine.
+        p.string_table[-1] = "x" * (2 * 1024 * 1024 - 300)
+        self.assertEqual(self.push(make_push(p.SerializeToString()))[0], 200)
+
+    def test_rejects_no_profiles(self):
+        req = push_pb2.PushRequest()
+        req.series.add().labels.add(name="__name__", value="x")
+        self.assert_rejected(self.push(req), 400, "no profiles received")
+
     def test_rejects_pprof_rule_violations(self):
+        window = "is outside of ingestion window (profile timestamp: "
         cases = [
-            (make_pprof(string0="x"), "string_table[0]"),
+            (make_pprof(string0="x"), "string 0 should be empty string"),
             (make_pprof(location_id=0), "location id is 0"),
             (make_pprof(function_id=0), "function id is 0"),
-            (make_pprof(values_per_sample=2), "sample has 2 values"),
+            (make_pprof(values_per_sample=2), "sample value length mismatch"),
             (make_pprof(period_type=False), "period_type"),
-            (make_pprof(sample_type="cpu-time"), "invalid sample type"),
-            (make_pprof(samples=16001), "limit 16000"),
-            (make_pprof(time_nanos=time.time_ns() - 2 * 3600 * 10**9), "too old"),
-            (make_pprof(time_nanos=time.time_ns() + 3600 * 10**9), "future"),
+            (make_pprof(sample_type="cpu-time"), "sample type contains -"),
+            (make_pprof(samples=16001),
+             "exceeds the samples count limit (max_profile_stacktrace_samples, "
+             "actual: 16001, limit: 16000)"),
+            (make_pprof(time_nanos=time.time_ns() - 2 * 3600 * 10**9), window),
+            (make_pprof(time_nanos=time.time_ns() + 3600 * 10**9), window),
             (b"\x1f\x8bnot really gzip", "decompress"),
             (b"\x0a\xff\xff", "parse"),
         ]
@@ -201,7 +292,8 @@ class ProtocolTest(ReceiverTest):
         p.ParseFromString(make_pprof())
         p.string_table.append("x" * (4 * 1024 * 1024))
         req = make_push(p.SerializeToString())
-        self.assert_rejected(self.push(req), 400, "size exceeds")
+        self.assert_rejected(self.push(req), 400,
+                             "uncompressed profile payload size exceeds limit of 4.2 MB")
 
     def test_legacy_ingest(self):
         now = int(time.time())
@@ -213,10 +305,26 @@ class ProtocolTest(ReceiverTest):
         self.assertEqual(entry["labels"], {"service_name": "app", "env": "prod",
                                            "__name__": "process_cpu"})
         self.assertEqual(entry["from_ns"], (now - 10) * 10**9)
+        # labelset.Parse: the app name is [A-Za-z0-9_.-/], tag names
+        # [A-Za-z0-9_.]; the answer is plain text.
+        for name, fragment in [("a%20b", "name: invalid service name: a b: character is "
+                                         "not allowed: ' '"),
+                               ("app%7Bk-1%3Dv%7D", "name: invalid label name: k-1: "
+                                                    "character is not allowed: '-'"),
+                               ("%7Bk%3Dv%7D", "name: service name is required")]:
+            with self.subTest(name):
+                code, body, _ = self.post(
+                    make_pprof(), ctype="application/octet-stream",
+                    path="/ingest?name=%s&from=%d&until=%d&format=pprof" % (name, now - 10, now))
+                self.assertEqual(code, 400)
+                self.assertIn(fragment, body.decode())
+        # A ',' or '}' in a tag value ends it: the rest is lost, silently.
+        self.control_post("/clear")
         code, _, _ = self.post(make_pprof(), ctype="application/octet-stream",
-                               path="/ingest?name=a%%20b&from=%d&until=%d&format=pprof"
-                                    % (now - 10, now))
-        self.assertEqual(code, 400)
+                               path="/ingest?name=app%%7Bk%%3Da%%7Db%%7D&from=%d&until=%d"
+                                    "&format=pprof" % (now - 10, now))
+        self.assertEqual(code, 200)
+        self.assertEqual(self.control_get("/accepted")[0]["labels"]["k"], "a")
 
 
 class FaultTest(ReceiverTest):
@@ -231,6 +339,15 @@ class FaultTest(ReceiverTest):
         self.assertEqual(code, 200)
         self.assertEqual(len(self.control_get("/accepted")), 1)
 
+    def test_fault_for_requests_with_a_label(self):
+        self.control_post("/fault", {"status": 500, "count": 100,
+                                     "when_label": ["service_name", "bad"]})
+        bad = make_push(make_pprof(), labels=[("__name__", "x"), ("service_name", "bad")])
+        self.assertEqual(self.push(bad)[0], 500)
+        self.assertEqual(self.push(make_push(make_pprof()))[0], 200)
+        self.assertEqual(self.push(bad)[0], 500)
+        self.assertEqual(self.control_get("/stats")["pending_faults"], 98)
+
     def test_down_refuses_connections_and_up_restores_same_port(self):
         self.control_post("/down")
         with self.assertRaises(urllib.error.URLError):
@@ -238,6 +355,25 @@ class FaultTest(ReceiverTest):
         self.control_post("/up")
         code, _, _ = self.push(make_push(make_pprof()))
         self.assertEqual(code, 200)
+
+
+class RateLimitTest(ReceiverTest):
+    # 0.05 MiB burst refilled at ~1 KiB/s: the second 40 KB profile in a
+    # row does not fit until the bucket refills.
+    extra_args = ["--ingestion-rate-mb", "0.001", "--ingestion-burst-size-mb", "0.05"]
+
+    def test_token_bucket_per_tenant(self):
+        p = profile_pb2.Profile()
+        p.ParseFromString(make_pprof())
+        p.string_table.append("x" * 40000)
+        req = make_push(p.SerializeToString())
+        self.assertEqual(self.push(req)[0], 200)
+        code, body, _ = self.push(req)
+        self.assertEqual(code, 429)
+        self.assertIn("push rate limit (1.0 KiB) exceeded while adding 39 KiB",
+                      json.loads(body)["message"])
+        # Another tenant has its own bucket.
+        self.assertEqual(self.push(req, headers={"X-Scope-OrgID": "other"})[0], 200)
 
 
 class TenantAuthTest(ReceiverTest):
@@ -273,7 +409,7 @@ class RecordTest(ReceiverTest):
             lines = [json.loads(line) for line in f]
         self.assertEqual([l["kind"] for l in lines], ["accepted", "rejected"])
         self.assertEqual(lines[0]["labels"]["__name__"], "process_cpu")
-        self.assertIn("string_table[0]", lines[1]["message"])
+        self.assertIn("string 0 should be empty string", lines[1]["message"])
 
 
 if __name__ == "__main__":
