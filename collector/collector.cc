@@ -97,10 +97,10 @@ void Collector::Handle(DrainedBatch& batch) {
   }
   process.Finish();
   const ProcessStats& s = process.stats();
-  LogInfo(absl::StrCat("pid ", process.info().pid, " done: ", s.alloc_samples,
-                       " allocation samples, ", s.cpu_samples, " CPU samples, ",
-                       s.ticks_picked, " ticks picked, ", s.windows_emitted,
-                       " profiles"));
+  LogDebug(absl::StrCat("pid ", process.info().pid, " done: ", s.alloc_samples,
+                        " allocation samples, ", s.cpu_samples,
+                        " CPU samples, ", s.ticks_picked, " ticks picked, ",
+                        s.windows_emitted, " profiles"));
   {
     std::lock_guard<std::mutex> lock(summary_mu_);
     ++summary_.processes;

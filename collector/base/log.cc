@@ -1,100 +1,110 @@
 #include "collector/base/log.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <map>
-#include <mutex>
-#include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "collector/base/clock.h"
 #include "collector/base/metrics.h"
 
 namespace ringprof {
 namespace collector {
 namespace {
 
-std::atomic<bool> g_verbose{false};
+std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 
-void Write(absl::string_view level, absl::string_view message) {
-  std::string line = absl::StrCat("ringprof: ", level, message, "\n");
-  // One write per line so concurrent lines do not interleave.
-  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
-  (void)ignored;
-}
-
-constexpr int kBurst = 5;
-constexpr int64_t kIntervalNs = 60'000'000'000;
-
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-// Decides whether a line of `cause` prints; `suppressed` gets the number of
-// lines of that cause dropped since the last one printed.
-bool Admit(absl::string_view cause, uint64_t& suppressed) {
-  struct State {
-    int printed = 0;
-    int64_t next_ns = 0;
-    uint64_t suppressed = 0;
-  };
-  static std::mutex mu;
-  static std::map<std::string, State, std::less<>>* states =
-      new std::map<std::string, State, std::less<>>();
-  static Counter& dropped = Metrics::Get().GetCounter(
-      "ringprof_log_lines_suppressed_total",
-      "Log lines not printed because their cause exceeded its rate limit.");
-  const int64_t now = MonotonicNs();
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = states->find(cause);
-  if (it == states->end())
-    it = states->emplace(std::string(cause), State()).first;
-  State& state = it->second;
-  if (state.printed < kBurst || now >= state.next_ns) {
-    ++state.printed;
-    if (state.printed >= kBurst) state.next_ns = now + kIntervalNs;
-    suppressed = state.suppressed;
-    state.suppressed = 0;
-    return true;
+absl::string_view Tag(LogLevel level) {
+  switch (level) {
+    case LogLevel::kWarning:
+      return "warning: ";
+    case LogLevel::kError:
+      return "error: ";
+    default:
+      return "";
   }
-  ++state.suppressed;
-  dropped.Add(1);
-  return false;
-}
-
-void WriteLimited(absl::string_view level, absl::string_view cause,
-                  absl::string_view message) {
-  uint64_t suppressed = 0;
-  if (!Admit(cause, suppressed)) return;
-  if (suppressed == 0) return Write(level, message);
-  Write(level,
-        absl::StrCat(message, " (", suppressed, " similar lines suppressed)"));
 }
 
 }  // namespace
 
-void SetVerboseLogging(bool verbose) { g_verbose.store(verbose); }
-
-void LogInfo(absl::string_view message) {
-  if (g_verbose.load(std::memory_order_relaxed)) Write("", message);
+bool ParseLogLevel(absl::string_view text, LogLevel* level) {
+  const std::string t = absl::AsciiStrToLower(text);
+  if (t == "debug") {
+    *level = LogLevel::kDebug;
+  } else if (t == "info") {
+    *level = LogLevel::kInfo;
+  } else if (t == "warning" || t == "warn") {
+    *level = LogLevel::kWarning;
+  } else if (t == "error") {
+    *level = LogLevel::kError;
+  } else {
+    return false;
+  }
+  return true;
 }
-void LogWarning(absl::string_view message) { Write("warning: ", message); }
-void LogError(absl::string_view message) { Write("error: ", message); }
 
-}  // namespace collector
-}  // namespace ringprof
+void SetLogLevel(LogLevel level) {
+  g_level.store(static_cast<int>(level), std::memory_order_relaxed);
+}
 
-namespace ringprof {
-namespace collector {
+bool LogEnabled(LogLevel level) {
+  return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
+}
+
+void Log(LogLevel level, absl::string_view message) {
+  if (!LogEnabled(level)) return;
+  const std::string line =
+      absl::StrCat("ringprof: ", Tag(level), message, "\n");
+  // One write(2) so concurrent lines do not interleave.
+  ssize_t unused = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)unused;
+}
+
+void RateLimitedLog::Log(LogLevel level, absl::string_view key,
+                         absl::string_view message) {
+  static Counter& dropped = Metrics::Get().GetCounter(
+      "ringprof_log_lines_suppressed_total",
+      "Log lines not printed because their cause exceeded its rate limit.");
+  if (!LogEnabled(level)) return;
+  const int64_t now = MonotonicNowNs();
+  uint64_t suppressed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = keys_.find(key);
+    if (it == keys_.end())
+      it = keys_.emplace(std::string(key), KeyState()).first;
+    KeyState& state = it->second;
+    if (state.printed >= burst_ && now < state.next_ns) {
+      ++state.suppressed;
+      dropped.Add(1);
+      return;
+    }
+    ++state.printed;
+    if (state.printed >= burst_) state.next_ns = now + interval_ns_;
+    suppressed = state.suppressed;
+    state.suppressed = 0;
+  }
+  if (suppressed == 0) {
+    collector::Log(level, message);
+  } else {
+    collector::Log(level, absl::StrCat(message, " (", suppressed,
+                                       " similar messages suppressed)"));
+  }
+}
+
+namespace {
+RateLimitedLog& CauseLog() {
+  static RateLimitedLog* log = new RateLimitedLog(int64_t{60} * 1000000000, 5);
+  return *log;
+}
+}  // namespace
 
 void LogWarningLimited(absl::string_view cause, absl::string_view message) {
-  WriteLimited("warning: ", cause, message);
+  CauseLog().Log(LogLevel::kWarning, cause, message);
 }
 void LogErrorLimited(absl::string_view cause, absl::string_view message) {
-  WriteLimited("error: ", cause, message);
+  CauseLog().Log(LogLevel::kError, cause, message);
 }
 
 }  // namespace collector

@@ -30,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "collector/base/clock.h"
 #include "collector/base/log.h"
 #include "collector/cli/child_process.h"
 #include "collector/cli/flags.h"
@@ -57,12 +58,6 @@ constexpr char kUsage[] =
     "Flags use --name=value (dashes or underscores); each is also read from "
     "RINGPROF_<NAME> (e.g. RINGPROF_OUTPUT_DIR). Pyroscope shipping flags "
     "also read PYROSCOPE_* variables.";
-
-int64_t MonotonicNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 bool IsExecutableFile(const std::string& path) {
   struct stat st;
@@ -357,13 +352,13 @@ int CollectCommand() {
   Collector collector(*options, symbolizer.get(), sinks->tee.get());
   absl::Status started = collector.Start();
   if (!started.ok()) return Fail(started);
-  LogInfo(absl::StrCat("collecting from ", options->drainer.ring_dir));
+  LogDebug(absl::StrCat("collecting from ", options->drainer.ring_dir));
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
   int sig = 0;
   sigwait(&set, &sig);
-  LogInfo(absl::StrCat("signal ", sig, ": draining and flushing"));
+  LogDebug(absl::StrCat("signal ", sig, ": draining and flushing"));
   return Finish(collector, *sinks, /*print=*/false);
 }
 
@@ -476,13 +471,13 @@ int Main(int argc, char** argv) {
       absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
   std::vector<std::string> rest(positional.begin() + 1, positional.end());
   const std::string log_level = absl::GetFlag(FLAGS_log_level);
-  if (log_level != "error" && log_level != "warning" && log_level != "warn" &&
-      log_level != "info" && log_level != "debug") {
+  LogLevel level;
+  if (!ParseLogLevel(log_level, &level)) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("--log-level must be error, warning, info or debug, not '",
                      log_level, "'")));
   }
-  SetVerboseLogging(absl::GetFlag(FLAGS_verbose) || log_level == "debug");
+  SetLogLevel(absl::GetFlag(FLAGS_verbose) ? LogLevel::kDebug : level);
 
   if (subcommand == "run") return RunCommand(command);
   if (subcommand == "collect") {

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "collector/base/clock.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
 #include "collector/profile/pprof_io.h"
@@ -18,13 +19,6 @@
 namespace ringprof {
 namespace collector {
 namespace {
-
-uint64_t ClockNs(clockid_t clock) {
-  timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
 
 Counter& RingsOpened() {
   static Counter& c = Metrics::Get().GetCounter(
@@ -58,7 +52,7 @@ Counter& RecordsRead() {
 
 // The process's CLOCK_MONOTONIC now, through the wall clock both share.
 uint64_t EstimateProcessNowNs(const ringfile::FileInfo& info) {
-  const int64_t real = static_cast<int64_t>(ClockNs(CLOCK_REALTIME));
+  const int64_t real = UnixNowNs();
   const int64_t estimate =
       static_cast<int64_t>(info.created_monotonic_ns) +
       (real - static_cast<int64_t>(info.created_realtime_ns));
@@ -196,7 +190,7 @@ void RingDrainer::TryOpenPending() {
     ring.last_progress = now;
     // Same clock domain unless the process's CLOCK_MONOTONIC, estimated
     // through the wall clock, is far from ours (e.g. another gVisor kernel).
-    const int64_t ours = static_cast<int64_t>(ClockNs(CLOCK_MONOTONIC));
+    const int64_t ours = MonotonicNowNs();
     const int64_t estimate =
         static_cast<int64_t>(EstimateProcessNowNs(*ring.info));
     ring.same_clock_domain = std::llabs(estimate - ours) < 1'000'000'000;
@@ -205,8 +199,8 @@ void RingDrainer::TryOpenPending() {
         Liveness::kAlive;
     RingsOpened().Add(1);
     opened_.fetch_add(1);
-    LogInfo(absl::StrCat("following ", path, " (pid ", ring.info->pid,
-                         ", service '", ring.info->service_name, "')"));
+    LogDebug(absl::StrCat("following ", path, " (pid ", ring.info->pid,
+                          ", service '", ring.info->service_name, "')"));
     DrainedBatch opened;
     opened.kind = DrainedBatch::Kind::kOpened;
     opened.process = ring.id;
@@ -218,7 +212,7 @@ void RingDrainer::TryOpenPending() {
 }
 
 uint64_t RingDrainer::ProcessNowNs(const Ring& ring) const {
-  if (ring.same_clock_domain) return ClockNs(CLOCK_MONOTONIC);
+  if (ring.same_clock_domain) return static_cast<uint64_t>(MonotonicNowNs());
   return EstimateProcessNowNs(*ring.info);
 }
 

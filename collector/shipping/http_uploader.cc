@@ -12,8 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "collector/base/clock.h"
+#include "collector/base/log.h"
 #include "collector/shipping/codec.h"
-#include "collector/shipping/log.h"
 #include "proto/push.pb.h"
 
 namespace ringprof {

@@ -12,8 +12,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collector/base/log.h"
 #include "collector/base/metrics.h"
-#include "collector/shipping/log.h"
 
 namespace ringprof {
 namespace collector {

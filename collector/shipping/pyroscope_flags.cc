@@ -206,18 +206,6 @@ absl::Status BoolSetting(const absl::Flag<bool>& flag, const char* env,
   return absl::OkStatus();
 }
 
-void ApplyLogLevel() {
-  // The collector's --log-level (validated there); --verbose means debug.
-  LogLevel level = LogLevel::kInfo;
-  if (absl::CommandLineFlag* f = absl::FindCommandLineFlag("log_level")) {
-    if (!ParseLogLevel(f->CurrentValue(), &level)) level = LogLevel::kInfo;
-  }
-  if (absl::CommandLineFlag* v = absl::FindCommandLineFlag("verbose")) {
-    if (v->CurrentValue() == "true") level = LogLevel::kDebug;
-  }
-  SetLogLevel(level);
-}
-
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
@@ -414,7 +402,6 @@ absl::Status StartMetricsServerFromFlags() {
 }  // namespace shipping
 
 absl::StatusOr<std::unique_ptr<ProfileSink>> MakePyroscopeSinkFromFlags() {
-  shipping::ApplyLogLevel();
   if (absl::Status s = shipping::StartMetricsServerFromFlags(); !s.ok()) {
     return s;
   }
@@ -427,9 +414,8 @@ absl::StatusOr<std::unique_ptr<ProfileSink>> MakePyroscopeSinkFromFlags() {
   absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> sink =
       shipping::PyroscopeSink::Create(std::move(**options));
   if (!sink.ok()) return sink.status();
-  shipping::Log(shipping::LogLevel::kInfo,
-                absl::StrCat("shipping profiles to ", url,
-                             legacy ? " (legacy /ingest)" : " (push API)"));
+  LogInfo(absl::StrCat("shipping profiles to ", url,
+                       legacy ? " (legacy /ingest)" : " (push API)"));
   return std::unique_ptr<ProfileSink>(std::move(*sink));
 }
 

@@ -53,10 +53,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "collector/base/clock.h"
+#include "collector/base/log.h"
 #include "collector/shipping/backlog.h"
 #include "collector/shipping/http_uploader.h"
 #include "collector/shipping/labels.h"
-#include "collector/shipping/log.h"
 #include "collector/shipping/pprof_validation.h"
 #include "collector/shipping/request_budget.h"
 #include "collector/sink/sink.h"

@@ -392,7 +392,7 @@ TEST(PyroscopeSinkTest, LogsOneConciseLinePerWindow) {
     ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
   }
   const std::string log = capture.Restore();
-  EXPECT_EQ(CountOccurrences(log, "INFO: window "), 3) << log;
+  EXPECT_EQ(CountOccurrences(log, "ringprof: window "), 3) << log;
   EXPECT_EQ(CountOccurrences(log, "+10s UTC: 2 profiles sent ("), 3) << log;
 }
 

@@ -62,7 +62,7 @@ control_port=$(json_field control_port <"${work}/ready.json")
 spooled=$(spool_files)
 ((spooled >= 2)) || fail "expected a CPU and a memory profile in the spool, found ${spooled}"
 [[ $(accepted) == 0 ]] || fail "the receiver accepted profiles while down"
-grep -q "ringprof shipping WARNING: upload of a" "${work}/run.log" ||
+grep -q "ringprof: warning: upload of a" "${work}/run.log" ||
   fail "the outage was not logged"
 
 # 2. Back up: a new collector replays the spool.
