@@ -1,6 +1,8 @@
 #include "collector/shipping/pyroscope_flags.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -28,7 +30,9 @@ class PyroscopeFlagsTest : public ::testing::Test {
           "PYROSCOPE_BASIC_AUTH_PASSWORD", "PYROSCOPE_BASIC_AUTH_PASSWORD_FILE",
           "PYROSCOPE_AUTH_TOKEN", "PYROSCOPE_TENANT_ID",
           "PYROSCOPE_HTTP_HEADERS", "RINGPROF_SPOOL_MAX_BYTES",
-          "RINGPROF_LEGACY_INGEST", "RINGPROF_UPLOAD_TIMEOUT"}) {
+          "RINGPROF_LEGACY_INGEST", "RINGPROF_UPLOAD_TIMEOUT",
+          "RINGPROF_PID_LABEL", "RINGPROF_MAX_REQUEST_BYTES",
+          "PYROSCOPE_SERVICE_GIT_REF", "RINGPROF_METRICS_PORT"}) {
       unsetenv(env);
     }
     absl::SetFlag(&FLAGS_server_address, "");
@@ -37,6 +41,10 @@ class PyroscopeFlagsTest : public ::testing::Test {
     absl::SetFlag(&FLAGS_basic_auth_password_file, "");
     absl::SetFlag(&FLAGS_http_headers, "");
     absl::SetFlag(&FLAGS_spool_max_bytes, "256M");
+    absl::SetFlag(&FLAGS_auth_token_file, "");
+    absl::SetFlag(&FLAGS_legacy_ingest, false);
+    absl::SetFlag(&FLAGS_max_request_bytes, "2M");
+    absl::SetFlag(&FLAGS_upload_attempts, 5);
   }
 
   std::string WriteFile(const std::string& content) {
@@ -126,6 +134,104 @@ TEST_F(PyroscopeFlagsTest, SecretsComeFromFilesAndNeverAppearInErrors) {
   auto sink = MakePyroscopeSinkFromFlags();
   ASSERT_FALSE(sink.ok());
   EXPECT_THAT(sink.status().message(), Not(HasSubstr("hunter2")));
+}
+
+TEST_F(PyroscopeFlagsTest, BadUrlsAndPortsAreStartupErrors) {
+  for (const char* url :
+       {"http://host:99999", "http://host:0",
+        "http://host:", "http://host:4o40", "http://", "http://:4040",
+        "http://ho st:4040", "http://host:4040?x=1", "http://[::1",
+        "pyroscope:4040", "http://host:4040\n"}) {
+    absl::SetFlag(&FLAGS_server_address, url);
+    auto sink = MakePyroscopeSinkFromFlags();
+    ASSERT_FALSE(sink.ok()) << url;
+    EXPECT_EQ(sink.status().code(), absl::StatusCode::kInvalidArgument) << url;
+    EXPECT_THAT(sink.status().message(), HasSubstr("server address")) << url;
+  }
+  for (const char* url : {"http://host:4040", "https://u:p@h.example/prefix",
+                          "http://[::1]:4040/", "http://10.0.0.1"}) {
+    EXPECT_TRUE(ValidateServerUrl(url).ok()) << url;
+  }
+  absl::SetFlag(&FLAGS_server_address, "");
+  setenv("RINGPROF_METRICS_PORT", "70000", 1);
+  EXPECT_FALSE(StartMetricsServerFromFlags().ok());
+}
+
+TEST_F(PyroscopeFlagsTest, SecretFilesMustBeSmallRegularFiles) {
+  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
+  absl::SetFlag(&FLAGS_basic_auth_password_file, "/dev/zero");
+  auto options = PyroscopeSinkOptionsFromFlags();
+  ASSERT_FALSE(options.ok());
+  EXPECT_THAT(options.status().message(), HasSubstr("not a regular file"));
+
+  // A FIFO without a writer: a clear error, not a hang.
+  const std::string fifo = std::string(getenv("TEST_TMPDIR")) + "/fifo";
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  absl::SetFlag(&FLAGS_basic_auth_password_file, fifo);
+  options = PyroscopeSinkOptionsFromFlags();
+  ASSERT_FALSE(options.ok());
+  EXPECT_THAT(options.status().message(), HasSubstr("not a regular file"));
+
+  absl::SetFlag(&FLAGS_basic_auth_password_file,
+                WriteFile(std::string(70000, 'p')));
+  options = PyroscopeSinkOptionsFromFlags();
+  ASSERT_FALSE(options.ok());
+  EXPECT_THAT(options.status().message(), HasSubstr("larger than"));
+  EXPECT_THAT(options.status().message(), Not(HasSubstr("ppppp")));
+
+  absl::SetFlag(&FLAGS_basic_auth_password_file, WriteFile("a\nb\n"));
+  EXPECT_FALSE(PyroscopeSinkOptionsFromFlags().ok());
+
+  // Read once, then gone from the environment a child would inherit.
+  absl::SetFlag(&FLAGS_basic_auth_password_file, "");
+  setenv("PYROSCOPE_BASIC_AUTH_PASSWORD", "pw", 1);
+  options = PyroscopeSinkOptionsFromFlags();
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ((*options)->upload.basic_auth_password, "pw");
+  EXPECT_EQ(getenv("PYROSCOPE_BASIC_AUTH_PASSWORD"), nullptr);
+}
+
+TEST_F(PyroscopeFlagsTest, LabelOptions) {
+  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
+  setenv("PYROSCOPE_TAGS", "k8s.cluster=prod", 1);
+  setenv("PYROSCOPE_SERVICE_GIT_REF", "v1.2.3", 1);
+  setenv("RINGPROF_PID_LABEL", "true", 1);
+  auto options = PyroscopeSinkOptionsFromFlags();
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_THAT((*options)->labels.tags,
+              UnorderedElementsAre(Pair("k8s_cluster", "prod")));
+  EXPECT_THAT((*options)->labels.source_labels,
+              UnorderedElementsAre(Pair("service_git_ref", "v1.2.3")));
+  EXPECT_TRUE((*options)->labels.pid_label);
+  EXPECT_EQ((*options)->max_request_bytes, 2u << 20);
+
+  setenv("PYROSCOPE_TAGS", "service_git_ref=x", 1);
+  EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
+              HasSubstr("given both"));
+  setenv("PYROSCOPE_TAGS", "__session_id__=1", 1);
+  EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
+              HasSubstr("reserved"));
+  setenv("PYROSCOPE_TAGS", "1st=x", 1);
+  EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
+              HasSubstr("must not start with a digit"));
+  unsetenv("PYROSCOPE_TAGS");
+  absl::SetFlag(&FLAGS_max_request_bytes, "1K");
+  EXPECT_FALSE(PyroscopeSinkOptionsFromFlags().ok());
+}
+
+TEST_F(PyroscopeFlagsTest, LegacyIngestRefusesNamesItsParserCannotCarry) {
+  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
+  absl::SetFlag(&FLAGS_legacy_ingest, true);
+  setenv("PYROSCOPE_APPLICATION_NAME", "my app", 1);
+  EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
+              HasSubstr("application name"));
+  setenv("PYROSCOPE_APPLICATION_NAME", "team/my-app.v2", 1);
+  setenv("PYROSCOPE_TAGS", "route=a}b", 1);
+  EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
+              HasSubstr("route"));
+  setenv("PYROSCOPE_TAGS", "route=a_b", 1);
+  EXPECT_TRUE(PyroscopeSinkOptionsFromFlags().ok());
 }
 
 TEST_F(PyroscopeFlagsTest, ByteSizes) {

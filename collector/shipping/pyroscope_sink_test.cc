@@ -525,6 +525,131 @@ TEST(PyroscopeSinkTest, InvalidProfilesAreReportedAndNeverSent) {
   EXPECT_EQ(stats->requests, 0);
 }
 
+TEST(PyroscopeSinkTest, HugeRetryAfterIsCappedAtTheMaximumBackoff) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(
+      receiver->Fault(R"({"status": 503, "retry_after": 999999999})").ok());
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());  // cap 200 ms
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  SubmitCpu(*sink, AlignedWindowStartNs(1));
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 1); }, kWaitMs));
+  auto rejected = receiver->Rejected();
+  ASSERT_TRUE(rejected.ok());
+  ASSERT_EQ(rejected->size(), 1u);
+  EXPECT_LT(Accepted(*receiver)[0].received_ns - (*rejected)[0].received_ns,
+            2 * kSecond);
+  EXPECT_EQ(ParseRetryAfterMs("999999999999999999999", 0),
+            (int64_t{1} << 40) * 1000);
+  EXPECT_EQ(ParseRetryAfterMs("-5", 0), -1);
+}
+
+// A profile the server keeps answering 500 does not hold the queue: the
+// next window's profile goes ahead after one backoff, and the bad one is
+// given up after the attempt bound, counted and logged.
+TEST(PyroscopeSinkTest, RefusedProfileIsGivenUpAndDoesNotHoldTheQueue) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  ASSERT_TRUE(receiver
+                  ->Fault(R"({"status": 500, "count": 1000,
+                              "message": "boom",
+                              "when_label": ["service_name", "bad"]})")
+                  .ok());
+  CounterDelta failed("ringprof_profiles_failed_total");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.initial_backoff_ms = 100;
+  options.max_backoff_ms = 100;
+  options.max_attempts = 3;
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  const std::vector<int64_t> windows = WindowStarts(2);
+  sink->Submit(MakeWindowProfile("process_cpu", "bad", 100, windows[0],
+                                 windows[0] + 10 * kSecond));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = receiver->Rejected();
+        return r.ok() && !r->empty();
+      },
+      kWaitMs));
+  const int64_t refused_ns = (*receiver->Rejected())[0].received_ns;
+  SubmitCpu(*sink, windows[1]);
+  ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 1); }, kWaitMs));
+  const AcceptedProfile good = Accepted(*receiver)[0];
+  EXPECT_EQ(good.labels.at("service_name"), "svc");
+  // One retry interval (100 ms, jittered down to 50) plus slack for a
+  // loaded machine; the bad profile's own retries come after it.
+  EXPECT_LT(good.received_ns - refused_ns, kSecond);
+  ASSERT_TRUE(WaitFor([&] { return failed() == 1; }, kWaitMs));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  auto rejected = receiver->Rejected();
+  ASSERT_TRUE(rejected.ok());
+  EXPECT_EQ(rejected->size(), 3u);  // max_attempts requests, then given up
+  EXPECT_EQ(Accepted(*receiver).size(), 1u);
+  EXPECT_EQ(sink->OutstandingForTest(), 0u);
+}
+
+// Pyroscope answers 429 forever to a profile larger than its ingestion
+// burst; the sink trims it to the request budget instead.
+TEST(PyroscopeSinkTest, ProfileOverTheBurstIsTrimmedAndAccepted) {
+  auto receiver = StartReceiver({"--ingestion-burst-size-mb", "0.25"});
+  ASSERT_NE(receiver, nullptr);
+  CounterDelta trimmed("ringprof_profiles_trimmed_total");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.max_request_bytes = 256 * 1024;
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  testing::SyntheticShape big;
+  big.distinct_stacks = 4000;
+  big.stack_depth = 40;
+  big.functions = 3000;
+  const int64_t from = AlignedWindowStartNs(1);
+  WindowProfile p =
+      MakeWindowProfile("memory", "svc", 100, from, from + 10 * kSecond, big);
+  ASSERT_GT(p.pprof.size(), 256u * 1024);
+  sink->Submit(std::move(p));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  const auto accepted = Accepted(*receiver);
+  ASSERT_EQ(accepted.size(), 1u);
+  EXPECT_LE(accepted[0].uncompressed_size, 256 * 1024);
+  EXPECT_LT(accepted[0].num_samples, 4000);
+  EXPECT_EQ(trimmed(), 1u);
+  auto rejected = receiver->Rejected();
+  ASSERT_TRUE(rejected.ok());
+  EXPECT_TRUE(rejected->empty());
+}
+
+TEST(PyroscopeSinkTest,
+     WorkloadLabelsAreSanitizedAndNeverReplaceTheCollectors) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  CounterDelta dropped("ringprof_labels_dropped_total");
+  PyroscopeSinkOptions options = BaseOptions(receiver->url());
+  options.labels.host_labels = {{"hostname", "testhost"}, {"pod", "real-pod"}};
+  auto sink = MakeSink(options);
+  ASSERT_NE(sink, nullptr);
+  const int64_t from = AlignedWindowStartNs(1);
+  WindowProfile p =
+      MakeWindowProfile("process_cpu", "svc", 100, from, from + 10 * kSecond);
+  p.service_name = "bin_caf\xe9";
+  p.labels = {{"service_name", "bin_caf\xe9"}};
+  p.workload_labels = {{"pod", "evil"},         {"hostname", "evil"},
+                       {"__otel__", "true"},    {"9lives", "x"},
+                       {"k8s.cluster", "prod"}, {"team", "caf\xe9"}};
+  sink->Submit(std::move(p));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  const auto accepted = Accepted(*receiver);
+  ASSERT_EQ(accepted.size(), 1u);
+  const auto& labels = accepted[0].stored_labels;
+  EXPECT_EQ(labels.at("pod"), "real-pod");
+  EXPECT_EQ(labels.at("hostname"), "testhost");
+  EXPECT_EQ(labels.at("k8s_cluster"), "prod");
+  EXPECT_EQ(labels.at("team"), "caf\xEF\xBF\xBD");
+  EXPECT_EQ(labels.at("service_name"), "bin_caf\xEF\xBF\xBD");
+  EXPECT_EQ(labels.count("__otel__"), 0u);
+  EXPECT_EQ(dropped(), 4u);
+}
+
 TEST(PyroscopeSinkTest, LegacyIngestMode) {
   auto receiver = StartReceiver();
   ASSERT_NE(receiver, nullptr);
@@ -543,6 +668,19 @@ TEST(PyroscopeSinkTest, LegacyIngestMode) {
   EXPECT_EQ(accepted[0].labels.at("service_name"), "svc");
   EXPECT_EQ(accepted[0].labels.at("env"), "test");
   EXPECT_EQ(accepted[0].labels.at("__session_id__"), "0000000000000064");
+
+  // A workload-derived service name the legacy parser would refuse is
+  // repaired; a tag value with ',' would be cut, so it is repaired too.
+  WindowProfile odd =
+      MakeWindowProfile("process_cpu", "x", 100, from, from + 10 * kSecond);
+  odd.service_name = "my app:v2";
+  odd.labels = {{"service_name", "my app:v2"}};
+  odd.workload_labels = {{"route", "a,b}c"}};
+  sink->Submit(std::move(odd));
+  ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
+  ASSERT_EQ(Accepted(*receiver).size(), 2u);
+  EXPECT_EQ(Accepted(*receiver)[1].labels.at("service_name"), "my_app_v2");
+  EXPECT_EQ(Accepted(*receiver)[1].labels.at("route"), "a_b_c");
 }
 
 TEST(PyroscopeSinkTest, FlushWithoutSpoolDuringOutageReportsWhatIsLost) {

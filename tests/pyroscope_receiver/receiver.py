@@ -502,6 +502,9 @@ class State:
             # Also as a list of pairs, for clients that cannot use maps.
             entry["label_list"] = [{"name": k, "value": v}
                                    for k, v in entry["labels"].items()]
+        if "stored_labels" in entry:
+            entry["stored_label_list"] = [{"name": k, "value": v}
+                                          for k, v in entry["stored_labels"].items()]
         with self.lock:
             (self.accepted if kind == "accepted" else self.rejected).append(entry)
             if self.record_file:

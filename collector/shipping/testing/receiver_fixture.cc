@@ -176,6 +176,10 @@ absl::StatusOr<std::vector<AcceptedProfile>> Receiver::Accepted() {
     p.from_ns = e.from_ns();
     p.until_ns = e.until_ns();
     p.gzipped = e.gzipped();
+    p.uncompressed_size = e.uncompressed_size();
+    for (const auto& l : e.stored_label_list()) {
+      p.stored_labels[l.name()] = l.value();
+    }
     out.push_back(std::move(p));
   }
   return out;

@@ -24,7 +24,9 @@ namespace testing {
 
 // One profile the receiver accepted (see receiver.py for the fields).
 struct AcceptedProfile {
-  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> labels;         // as sent
+  std::map<std::string, std::string> stored_labels;  // as Pyroscope stores
+  int64_t uncompressed_size = 0;
   std::string id;
   std::string tenant;
   std::string api;  // "push" or "ingest"
