@@ -2,9 +2,68 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/base/log.h"
+#include "collector/base/metrics.h"
+#include "collector/ingest/ring_state.h"
 
 namespace ringprof {
 namespace collector {
+namespace {
+
+Counter& ShutdownDropped() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_shutdown_dropped_records_total",
+      "Records read but not processed because the shutdown deadline came "
+      "first (with --state-dir, the next collector reads them again).");
+  return c;
+}
+
+Checkpoint FromState(const RingState& state) {
+  Checkpoint checkpoint;
+  checkpoint.positions = state.positions;
+  checkpoint.consumed = state.consumed;
+  checkpoint.emitted_until_unix_ns = state.emitted_until_unix_ns;
+  for (const SavedModule& m : state.modules) {
+    ModuleInfo module;
+    module.path = m.path;
+    module.build_id_hex = m.build_id_hex;
+    module.start = m.start;
+    module.size = m.size;
+    module.file_offset = m.file_offset;
+    module.load_bias = m.load_bias;
+    checkpoint.modules.push_back(std::move(module));
+  }
+  checkpoint.labels = state.labels;
+  checkpoint.cpu_timer = state.cpu_timer;
+  checkpoint.cpu_period_ns = state.cpu_period_ns;
+  return checkpoint;
+}
+
+RingState ToState(const ringfile::FileInfo& info, const Checkpoint& cp) {
+  RingState state;
+  state.pid = info.pid;
+  state.process_start_ticks = info.process_start_ticks;
+  state.created_monotonic_ns = info.created_monotonic_ns;
+  state.created_realtime_ns = info.created_realtime_ns;
+  state.positions = cp.positions;
+  state.consumed = cp.consumed;
+  // A profiler that has not seen a batch yet knows no positions.
+  state.positions.resize(info.ring_count, 0);
+  state.consumed.resize(info.ring_count, 0);
+  for (size_t i = 0; i < state.positions.size(); ++i) {
+    state.consumed[i] = std::max(state.consumed[i], state.positions[i]);
+  }
+  state.emitted_until_unix_ns = cp.emitted_until_unix_ns;
+  for (const ModuleInfo& m : cp.modules) {
+    state.modules.push_back(
+        {m.path, m.build_id_hex, m.start, m.size, m.file_offset, m.load_bias});
+  }
+  state.labels = cp.labels;
+  state.cpu_timer = cp.cpu_timer;
+  state.cpu_period_ns = cp.cpu_period_ns;
+  return state;
+}
+
+}  // namespace
 
 Collector::Collector(const CollectorOptions& options, Symbolizer* symbolizer,
                      ProfileSink* sink)
@@ -28,9 +87,15 @@ absl::Status Collector::Start() {
   return absl::OkStatus();
 }
 
-void Collector::Stop() {
+void Collector::Stop(absl::Time deadline) {
   if (!started_) return;
   started_ = false;
+  if (deadline != absl::InfiniteFuture()) {
+    const absl::Time now = absl::Now();
+    const absl::Duration left = std::max(absl::ZeroDuration(), deadline - now);
+    drain_deadline_ = now + left / 2;
+    process_deadline_ = now + left * 3 / 4;
+  }
   stop_.store(true);
   drain_thread_.join();
   process_thread_.join();
@@ -51,7 +116,7 @@ CollectorSummary Collector::summary() const {
 void Collector::DrainLoop() {
   while (!stop_.load()) drainer_->RunOnce(/*wait=*/true);
   drainer_->RunOnce(/*wait=*/false);  // files that appeared just now
-  drainer_->DrainAllAndEnd();
+  drainer_->DrainAllAndEnd(drain_deadline_);
   drain_done_.store(true);
 }
 
@@ -62,7 +127,14 @@ void Collector::ProcessLoop() {
     const bool done = drain_done_.load();
     std::vector<DrainedBatch> batches =
         queue_.PopAll(std::chrono::milliseconds(50));
-    for (DrainedBatch& batch : batches) Handle(batch);
+    for (DrainedBatch& batch : batches) {
+      if (batch.kind == DrainedBatch::Kind::kRecords && stop_.load() &&
+          absl::Now() >= process_deadline_) {
+        ShutdownDropped().Add(batch.records.size());
+        continue;
+      }
+      Handle(batch);
+    }
     if (done && batches.empty()) break;
   }
   // Not reached in practice (the drainer ends every process), but never
@@ -71,10 +143,28 @@ void Collector::ProcessLoop() {
   processes_.clear();
 }
 
+void Collector::SaveCheckpoint(uint32_t id, bool force) {
+  if (options_.drainer.state_dir.empty()) return;
+  ProcessProfiler& process = *processes_[id];
+  std::optional<Checkpoint> checkpoint = process.TakeCheckpoint(force);
+  if (!checkpoint) return;
+  absl::Status saved = SaveRingState(options_.drainer.state_dir, paths_[id],
+                                     ToState(process.info(), *checkpoint));
+  if (!saved.ok()) {
+    LogWarningLimited(
+        "state-save",
+        absl::StrCat("cannot save the state of ", paths_[id],
+                     " (a restart would read it again): ", saved.message()));
+  }
+}
+
 void Collector::Handle(DrainedBatch& batch) {
   if (batch.kind == DrainedBatch::Kind::kOpened) {
-    processes_[batch.process] = std::make_unique<ProcessProfiler>(
+    auto profiler = std::make_unique<ProcessProfiler>(
         *batch.info, options_.profiler, symbolizer_, sink_, &budget_);
+    if (batch.resumed) profiler->Resume(FromState(*batch.resumed));
+    processes_[batch.process] = std::move(profiler);
+    paths_[batch.process] = batch.path;
     return;
   }
   auto it = processes_.find(batch.process);
@@ -92,10 +182,20 @@ void Collector::Handle(DrainedBatch& batch) {
         process.OnRecord(batch.view(record));
       }
     }
+    if (!batch.positions.empty()) process.SetReadPositions(batch.positions);
     if (batch.watermark_ns != 0) process.Advance(batch.watermark_ns);
+    SaveCheckpoint(batch.process, /*force=*/false);
     return;
   }
   process.Finish();
+  if (!options_.drainer.state_dir.empty()) {
+    if (batch.process_done) {
+      RemoveRingState(options_.drainer.state_dir, paths_[batch.process]);
+    } else {
+      SaveCheckpoint(batch.process, /*force=*/true);
+    }
+  }
+  paths_.erase(batch.process);
   const ProcessStats& s = process.stats();
   LogDebug(absl::StrCat("pid ", process.info().pid, " done: ", s.alloc_samples,
                         " allocation samples, ", s.cpu_samples,

@@ -10,7 +10,14 @@
 //
 // Stop() drains every ring once more, ends every process (each emits its
 // final partial window) and joins both threads; the caller then flushes the
-// sink.
+// sink. Stop(deadline) bounds that: the drainer stops reading at half the
+// time left, and batches of records still queued at three quarters are
+// dropped (counted in ringprof_shutdown_dropped_records_total; with
+// --state-dir the next collector reads them again).
+//
+// With a state directory, each process's Checkpoint is saved there
+// (ring_state.h) whenever one of its windows was handed to the sink, and
+// removed when the process has ended.
 //
 // Thread-safety: Start/Stop from one thread; the counters from any thread.
 #ifndef RINGPROF_COLLECTOR_COLLECTOR_H_
@@ -24,6 +31,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "collector/ingest/drained_batch.h"
 #include "collector/ingest/ring_drainer.h"
 #include "collector/profile/process_profiler.h"
@@ -59,8 +67,9 @@ class Collector {
   // listed.
   absl::Status Start();
 
-  // Idempotent. Returns after every process's last window was submitted.
-  void Stop();
+  // Idempotent. Returns after every process's last window was submitted,
+  // or soon after `deadline` (see above).
+  void Stop(absl::Time deadline = absl::InfiniteFuture());
 
   uint64_t rings_opened() const;
   uint64_t rings_ended() const;
@@ -70,6 +79,7 @@ class Collector {
   void DrainLoop();
   void ProcessLoop();
   void Handle(DrainedBatch& batch);
+  void SaveCheckpoint(uint32_t process, bool force);
 
   const CollectorOptions options_;
   Symbolizer* const symbolizer_;
@@ -80,13 +90,17 @@ class Collector {
   std::thread process_thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> drain_done_{false};
+  // Set before stop_: the drainer's and the processing thread's deadlines.
+  absl::Time drain_deadline_ = absl::InfiniteFuture();
+  absl::Time process_deadline_ = absl::InfiniteFuture();
   bool started_ = false;
 
   // Processing thread only.
   MemoryBudget budget_;
   std::map<uint32_t, std::unique_ptr<ProcessProfiler>> processes_;
-  mutable std::mutex summary_mu_;  // std: see BatchQueue on TSan
-  CollectorSummary summary_;       // guarded by summary_mu_
+  std::map<uint32_t, std::string> paths_;  // ring file of each process
+  mutable std::mutex summary_mu_;          // std: see BatchQueue on TSan
+  CollectorSummary summary_;               // guarded by summary_mu_
 };
 
 }  // namespace collector

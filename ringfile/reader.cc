@@ -199,6 +199,14 @@ class MappedRingReader final : public RingReader {
 
   bool Finished() const override { return finished_; }
 
+  std::vector<uint64_t> Positions() const override {
+    std::vector<uint64_t> out;
+    for (const RingCursor& cursor : cursors_) out.push_back(cursor.position);
+    return out;
+  }
+
+  absl::Status Resume(absl::Span<const uint64_t> positions) override;
+
  private:
   absl::Status DrainRing(uint32_t ring, const PollOptions& options,
                          uint64_t now_ns, uint32_t& budget,
@@ -227,6 +235,39 @@ class MappedRingReader final : public RingReader {
   bool finished_ = false;
   bool broken_ = false;
 };
+
+absl::Status MappedRingReader::Resume(absl::Span<const uint64_t> positions) {
+  if (broken_) return absl::FailedPreconditionError("reader is unusable");
+  if (positions.size() != info_.ring_count) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%u saved positions for a file of %u rings",
+                        positions.size(), info_.ring_count));
+  }
+  std::vector<uint64_t> dropped(info_.ring_count);
+  for (uint32_t ring = 0; ring < info_.ring_count; ++ring) {
+    const RingControl& ctl = control(ring);
+    uint64_t next_index = 0;
+    if (!GuardedLoadAcquire(reinterpret_cast<const uint64_t*>(&ctl.next_index),
+                            &next_index) ||
+        !GuardedLoadAcquire(reinterpret_cast<const uint64_t*>(&ctl.dropped),
+                            &dropped[ring])) {
+      broken_ = true;
+      return TruncatedUnderUs();
+    }
+    if (positions[ring] > next_index) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("ring %u: saved position %u is beyond next_index %u",
+                          ring, positions[ring], next_index));
+    }
+  }
+  for (uint32_t ring = 0; ring < info_.ring_count; ++ring) {
+    RingCursor& cursor = cursors_[ring];
+    cursor = RingCursor();
+    cursor.position = positions[ring];
+    cursor.dropped_seen = dropped[ring];
+  }
+  return absl::OkStatus();
+}
 
 absl::Status MappedRingReader::Poll(const PollOptions& options,
                                     RecordVisitor& visitor, PollStats& stats) {

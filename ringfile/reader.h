@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -138,6 +139,17 @@ class RingReader {
 
   // True once kFlagProcessEnded is set and every ring is drained.
   virtual bool Finished() const = 0;
+
+  // The next record index each ring's cursor expects (one per ring).
+  virtual std::vector<uint64_t> Positions() const = 0;
+
+  // Continues at positions an earlier reader of the same file reached
+  // (e.g. a collector before its restart): records below them are neither
+  // delivered nor counted; those overwritten since count as lost on the
+  // next Poll. The writer-dropped counters start from their current values.
+  // InvalidArgument (nothing changed) when `positions` does not fit this
+  // file: another ring count, or beyond a ring's next_index.
+  virtual absl::Status Resume(absl::Span<const uint64_t> positions) = 0;
 };
 
 }  // namespace ringfile

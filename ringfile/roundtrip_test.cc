@@ -335,6 +335,44 @@ TEST_F(RoundTripTest, IncrementalPollsAndFinished) {
   EXPECT_EQ(stats.lost, 0u);
 }
 
+TEST_F(RoundTripTest, ResumeContinuesWhereAnEarlierReaderStopped) {
+  ThreadExit record = {};
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(AppendFixed(writer_, RecordType::kThreadExit, record, 0));
+  }
+  PollOptions options;
+  options.writer_dead = true;
+  options.max_records = 10;
+  std::vector<uint64_t> saved;
+  {
+    absl::StatusOr<std::unique_ptr<RingReader>> first = RingReader::Open(path_);
+    ASSERT_TRUE(first.ok());
+    CountingVisitor visitor;
+    PollStats stats;
+    ASSERT_TRUE((*first)->Poll(options, visitor, stats).ok());
+    EXPECT_EQ(visitor.count, 10);
+    saved = (*first)->Positions();
+    EXPECT_THAT(saved, ElementsAre(10, 0));
+  }
+  // 100 more: ring 0 (64 slots) laps the saved position by 140 - 64 - 10.
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(AppendFixed(writer_, RecordType::kThreadExit, record, 0));
+  }
+  absl::StatusOr<std::unique_ptr<RingReader>> second = RingReader::Open(path_);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument((*second)->Resume({10})));
+  EXPECT_TRUE(absl::IsInvalidArgument((*second)->Resume({10, 1})));
+  ASSERT_TRUE((*second)->Resume(saved).ok());
+  CountingVisitor visitor;
+  PollStats stats;
+  options.max_records = 1000;
+  ASSERT_TRUE((*second)->Poll(options, visitor, stats).ok());
+  EXPECT_EQ(visitor.count, 64);
+  EXPECT_EQ(stats.lost, 130u - 64u - 10u + 0u);
+  EXPECT_EQ(stats.writer_dropped, 0u);
+  EXPECT_THAT((*second)->Positions(), ElementsAre(130, 0));
+}
+
 // A visitor that appends two records for every one it reads: the writers
 // outpace the reader for as long as the poll runs.
 class OutpacingVisitor : public RecordVisitor {

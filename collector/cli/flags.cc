@@ -65,6 +65,14 @@ ABSL_FLAG(std::string, proc_root, "/proc",
           "<proc-root>/<pid>/root/ first).");
 ABSL_FLAG(int64_t, max_queued_records, 256 * 1024,
           "Records buffered between the drain and processing threads.");
+ABSL_FLAG(int32_t, max_open_rings, 256,
+          "Ring files followed at once (each holds a descriptor and a "
+          "mapping); others wait, files of live processes first.");
+ABSL_FLAG(std::string, state_dir, "",
+          "`collect`: where to persist how far each ring file was delivered, "
+          "so that a restarted collector resumes there (default: "
+          "<spool-dir>.state with --spool-dir, else <output-dir>/.state with "
+          "a local output directory; 'none' to disable).");
 ABSL_FLAG(int64_t, max_memory_mib, 1024,
           "Budget of all processes' interned stacks, locations and window "
           "aggregates (an estimate); beyond it, samples with new stacks "
@@ -81,7 +89,9 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(3),
           "`run`: after the command exits, how long to wait for its (and its "
           "children's) rings to end.");
 ABSL_FLAG(absl::Duration, shutdown_deadline, absl::Seconds(10),
-          "How long the final flush of the sink may take at exit.");
+          "How long the shutdown may take, from the signal to exit: last "
+          "drain, final windows and sink flush. Past it the collector exits "
+          "anyway (status 1); with --state-dir the next one resumes.");
 ABSL_FLAG(int, top, 15, "Rows of the top table printed after `run`.");
 ABSL_FLAG(bool, verbose, false,
           "Same as --log-level=debug: log each ring file followed and ended "
@@ -175,6 +185,16 @@ absl::StatusOr<CollectorOptions> CollectorOptionsFromFlags() {
     return absl::InvalidArgumentError("--max-queued-records must be >= 1024");
   }
   options.max_queued_records = static_cast<size_t>(queued);
+  const int32_t open_rings = absl::GetFlag(FLAGS_max_open_rings);
+  if (open_rings < 1 || open_rings > 65536) {
+    return absl::InvalidArgumentError("--max-open-rings must be in [1, 65536]");
+  }
+  options.drainer.max_open_rings = static_cast<uint32_t>(open_rings);
+  const absl::Duration deadline = absl::GetFlag(FLAGS_shutdown_deadline);
+  if (deadline < absl::Seconds(1) || deadline > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        "--shutdown-deadline must be in [1s, 1h]");
+  }
   const int64_t total_mib = absl::GetFlag(FLAGS_max_memory_mib);
   const int64_t process_mib = absl::GetFlag(FLAGS_max_memory_per_process_mib);
   if (total_mib < 1 || process_mib < 1 || process_mib > total_mib ||

@@ -21,6 +21,7 @@ ABSL_DECLARE_FLAG(std::string, emitter);
 ABSL_DECLARE_FLAG(std::string, service);
 ABSL_DECLARE_FLAG(absl::Duration, drain_timeout);
 ABSL_DECLARE_FLAG(absl::Duration, shutdown_deadline);
+ABSL_DECLARE_FLAG(std::string, state_dir);
 ABSL_DECLARE_FLAG(int, top);
 ABSL_DECLARE_FLAG(bool, verbose);
 ABSL_DECLARE_FLAG(std::string, log_level);

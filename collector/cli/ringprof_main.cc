@@ -16,10 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -37,6 +41,7 @@
 #include "collector/collector.h"
 #include "collector/profile/pprof_io.h"
 #include "collector/render/flamegraph.h"
+#include "collector/shipping/pyroscope_flags.h"
 #include "collector/shipping/pyroscope_sink.h"
 #include "collector/sink/local_sink.h"
 #include "collector/symbolize/symbolizer.h"
@@ -182,6 +187,32 @@ absl::StatusOr<Sinks> MakeSinks(const std::string& output_dir,
   return sinks;
 }
 
+// --state-dir, or its default beside the spool or in the local output;
+// "" when there is none (restarts then read rings from their oldest
+// record). Created 0700 when missing.
+absl::StatusOr<std::string> StateDir(const std::string& local_out) {
+  std::string dir = absl::GetFlag(FLAGS_state_dir);
+  if (dir == "none") return std::string();
+  if (dir.empty()) {
+    std::string spool = absl::GetFlag(FLAGS_spool_dir);
+    if (spool.empty()) {
+      if (const char* env = std::getenv("RINGPROF_SPOOL_DIR")) spool = env;
+    }
+    while (spool.size() > 1 && spool.back() == '/') spool.pop_back();
+    if (!spool.empty()) {
+      dir = spool + ".state";
+    } else if (!local_out.empty()) {
+      dir = local_out + "/.state";
+    } else {
+      return std::string();
+    }
+  }
+  ::mkdir(dir.c_str(), 0700);
+  absl::Status writable = EnsureWritableDirectory(dir);
+  if (!writable.ok()) return writable;
+  return dir;
+}
+
 int Fail(const absl::Status& status, int code = 2) {
   LogError(status.message());
   return code;
@@ -239,14 +270,55 @@ void WaitForRingsToEnd(const Collector& collector, const std::string& dir,
   }
 }
 
-// Stops the collector, flushes, writes the local summary.
+// Ends the process at `deadline` unless cancelled first: whatever a
+// workload made the collector do (a huge backlog, a file that blocks), a
+// shutdown takes at most --shutdown-deadline.
+class ShutdownWatchdog {
+ public:
+  explicit ShutdownWatchdog(absl::Time deadline)
+      : thread_([this, deadline] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (cv_.wait_until(lock, absl::ToChronoTime(deadline),
+                             [this] { return cancelled_; })) {
+            return;
+          }
+          LogError(
+              "shutdown deadline (--shutdown-deadline) passed; exiting "
+              "without finishing (profiles not flushed by now are lost; "
+              "with --state-dir the next collector reads their records "
+              "again)");
+          ::_exit(1);
+        }) {}
+  ~ShutdownWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool cancelled_ = false;
+  std::thread thread_;
+};
+
+// Stops the collector, flushes, writes the local summary, all within
+// --shutdown-deadline from now (the local summary of `run` excepted).
 int Finish(Collector& collector, Sinks& sinks, bool print,
            const std::string* fate = nullptr) {
-  collector.Stop();
-  const int64_t deadline =
-      MonotonicNowNs() +
-      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_shutdown_deadline));
-  absl::Status flushed = sinks.tee->Flush(deadline);
+  const absl::Time deadline =
+      absl::Now() + absl::GetFlag(FLAGS_shutdown_deadline);
+  absl::Status flushed;
+  {
+    ShutdownWatchdog watchdog(deadline);
+    collector.Stop(deadline);
+    flushed = sinks.tee->Flush(
+        MonotonicNowNs() + absl::ToInt64Nanoseconds(std::max(
+                               absl::ZeroDuration(), deadline - absl::Now())));
+  }
   if (!flushed.ok()) LogWarning(absl::StrCat("flush: ", flushed.message()));
   const CollectorSummary summary = collector.summary();
   if (summary.totals.late_samples > 0) {
@@ -346,6 +418,10 @@ int CollectCommand() {
   absl::StatusOr<Sinks> sinks =
       MakeSinks(absl::GetFlag(FLAGS_output_dir), /*local_by_default=*/false);
   if (!sinks.ok()) return Fail(sinks.status());
+  absl::StatusOr<std::string> state_dir =
+      StateDir(sinks->local ? sinks->local->out_dir() : "");
+  if (!state_dir.ok()) return Fail(state_dir.status());
+  options->drainer.state_dir = *state_dir;
   BlockForwardedSignals();
   std::unique_ptr<Symbolizer> symbolizer =
       Symbolizer::Create(*symbolizer_options);

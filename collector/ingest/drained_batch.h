@@ -17,9 +17,11 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/types/span.h"
+#include "collector/ingest/ring_state.h"
 #include "ringfile/reader.h"
 
 namespace ringprof {
@@ -34,6 +36,13 @@ struct DrainedBatch {
   Kind kind = Kind::kRecords;
   uint32_t process = 0;  // drainer-assigned id, unique per ring file
   std::shared_ptr<const ringfile::FileInfo> info;  // kOpened only
+  std::string path;                                // kOpened only
+  // kOpened: where an earlier collector stopped (the reader resumed at its
+  // positions); null when starting afresh.
+  std::shared_ptr<const RingState> resumed;
+  // kEnded: the process ended and its ring is drained (false: the collector
+  // stops while the process may still write; its state is kept).
+  bool process_done = false;
 
   // Records: payload copies in `arena` (8-byte aligned words).
   struct Record {
@@ -45,6 +54,9 @@ struct DrainedBatch {
   };
   std::vector<Record> records;
   std::vector<uint64_t> arena;
+
+  // kRecords: the reader's position in each ring after these records.
+  std::vector<uint64_t> positions;
 
   // No record older than this (process CLOCK_MONOTONIC) will follow; 0 when
   // unknown.
@@ -73,12 +85,15 @@ struct DrainedBatch {
 
 class BatchQueue {
  public:
-  explicit BatchQueue(size_t max_records) : max_records_(max_records) {}
+  // Full at `max_records` records or `max_bytes` of payload.
+  explicit BatchQueue(size_t max_records, size_t max_bytes = 64 << 20)
+      : max_records_(max_records), max_bytes_(max_bytes) {}
 
   void Push(DrainedBatch batch) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       queued_records_ += batch.records.size();
+      queued_bytes_ += batch.arena.size() * sizeof(uint64_t);
       batches_.push_back(std::move(batch));
     }
     not_empty_.notify_one();
@@ -92,22 +107,25 @@ class BatchQueue {
                                   std::make_move_iterator(batches_.end()));
     batches_.clear();
     queued_records_ = 0;
+    queued_bytes_ = 0;
     return out;
   }
 
   bool full() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return queued_records_ >= max_records_;
+    return queued_records_ >= max_records_ || queued_bytes_ >= max_bytes_;
   }
 
  private:
   // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
   // TSan, which would then not see this queue's happens-before edges.
   const size_t max_records_;
+  const size_t max_bytes_;
   mutable std::mutex mu_;
   std::condition_variable not_empty_;
   std::deque<DrainedBatch> batches_;  // guarded by mu_
   size_t queued_records_ = 0;         // guarded by mu_
+  size_t queued_bytes_ = 0;           // guarded by mu_
 };
 
 }  // namespace collector

@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -44,6 +46,33 @@ Counter& WriterDropped() {
       "Records emitters dropped because a slot was still being written.");
   return c;
 }
+Counter& RingsEndedUnseen() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_ring_files_ended_unseen_total",
+      "Ring files of processes never seen alive (exited before the collector "
+      "looked, or never existed), drained and ended at once.");
+  return c;
+}
+Gauge& RingsOpen() {
+  static Gauge& g = Metrics::Get().GetGauge(
+      "ringprof_ring_files_open",
+      "Ring files open now (at most --max-open-rings).");
+  return g;
+}
+Gauge& RingsWaiting() {
+  static Gauge& g = Metrics::Get().GetGauge(
+      "ringprof_ring_files_waiting",
+      "Ring files found but not open (--max-open-rings reached, or not "
+      "ready yet).");
+  return g;
+}
+Counter& StatesIgnored() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_ring_states_ignored_total",
+      "Saved ring states (--state-dir) that were invalid or did not fit "
+      "their ring file; the ring was read afresh.");
+  return c;
+}
 Counter& RecordsRead() {
   static Counter& c = Metrics::Get().GetCounter(
       "ringprof_ring_records_read_total", "Records read from ring files.");
@@ -72,7 +101,9 @@ class BatchAppender : public ringfile::RecordVisitor {
 
 }  // namespace
 
-Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks) {
+Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks,
+                      bool* verified) {
+  if (verified != nullptr) *verified = false;
   if (pid == 0) return Liveness::kUnknown;
   absl::StatusOr<std::string> stat =
       ReadFile(absl::StrCat("/proc/", pid, "/stat"));
@@ -86,9 +117,15 @@ Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks) {
     if (fields.size() < 20) return Liveness::kUnknown;
     if (fields[0] == "Z" || fields[0] == "X") return Liveness::kGone;
     uint64_t start = 0;
-    if (process_start_ticks != 0 && absl::SimpleAtoi(fields[19], &start) &&
-        start != process_start_ticks) {
+    const bool parsed = absl::SimpleAtoi(fields[19], &start);
+    if (process_start_ticks != 0 && parsed && start != process_start_ticks) {
       return Liveness::kGone;  // the pid was reused
+    }
+    // Our own pid proves nothing: a workload in another namespace could
+    // name it (we are often pid 1 of our container).
+    if (verified != nullptr) {
+      *verified = process_start_ticks != 0 && parsed &&
+                  static_cast<pid_t>(pid) != ::getpid();
     }
     return Liveness::kAlive;
   }
@@ -103,8 +140,37 @@ absl::StatusOr<std::unique_ptr<RingDrainer>> RingDrainer::Create(
   absl::StatusOr<std::unique_ptr<RingDirWatcher>> watcher =
       RingDirWatcher::Create(options.ring_dir, options.rescan_interval);
   if (!watcher.ok()) return watcher.status();
+  DrainerOptions adjusted = options;
+  if (adjusted.max_open_rings == 0) adjusted.max_open_rings = 1;
+  // Each open ring holds a descriptor: keep room for them and for the
+  // collector's own files (sinks, symbol files, sockets).
+  constexpr rlim_t kReserve = 64;
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    const rlim_t want = adjusted.max_open_rings + kReserve;
+    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < want) {
+      struct rlimit raised = limit;
+      raised.rlim_cur = limit.rlim_max == RLIM_INFINITY
+                            ? want
+                            : std::min<rlim_t>(want, limit.rlim_max);
+      if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+    }
+    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < want) {
+      const rlim_t room = limit.rlim_cur > 2 * kReserve
+                              ? limit.rlim_cur - kReserve
+                              : std::max<rlim_t>(1, limit.rlim_cur / 2);
+      LogWarning(absl::StrCat("open files limited to ", limit.rlim_cur,
+                              ": following at most ", room,
+                              " ring files at a time (--max-open-rings ",
+                              adjusted.max_open_rings, ")"));
+      adjusted.max_open_rings = static_cast<uint32_t>(room);
+    }
+  }
+  if (!adjusted.state_dir.empty()) {
+    RemoveOrphanedStates(adjusted.state_dir, adjusted.ring_dir);
+  }
   return std::unique_ptr<RingDrainer>(
-      new RingDrainer(options, queue, std::move(*watcher)));
+      new RingDrainer(adjusted, queue, std::move(*watcher)));
 }
 
 RingDrainer::RingDrainer(const DrainerOptions& options, BatchQueue* queue,
@@ -115,41 +181,58 @@ void RingDrainer::RunOnce(bool wait) {
   const absl::Time now = absl::Now();
   for (std::string& path :
        watcher_->Wait(wait ? options_.poll_interval : absl::ZeroDuration())) {
-    pending_.emplace(std::move(path), now);
+    pending_.emplace(std::move(path), Pending{now, now});
+    next_pending_pass_ = now;
   }
-  TryOpenPending();
+  if (now >= next_pending_pass_) TryOpenPending();
 
   for (auto it = rings_.begin(); it != rings_.end();) {
     Ring& ring = it->second;
     // Back-pressure: leave records in the rings while the processing thread
     // catches up (they are lost only if the ring wraps meanwhile).
     if (queue_->full()) break;
+    absl::Time t = absl::Now();
+    if (t < ring.next_poll && !ring.check_liveness_now) {
+      ++it;
+      continue;
+    }
     const PollResult result = PollRing(ring, /*max_polls=*/4);
-    const absl::Time t = absl::Now();
+    t = absl::Now();
+    // Idle rings (no record for a second) are polled every 100 ms only.
+    ring.next_poll = t - ring.last_progress >= absl::Seconds(1)
+                         ? t + absl::Milliseconds(100)
+                         : t;
     if (result == PollResult::kBroken) {
       EndRing(ring, /*delete_file=*/false);
       it = rings_.erase(it);
       continue;
     }
     if (result == PollResult::kCaughtUp && ring.reader->Finished()) {
-      EndRing(ring, !options_.keep_rings);
+      EndRing(ring, !options_.keep_rings, /*process_done=*/true);
       it = rings_.erase(it);
       continue;
     }
-    if (t - ring.last_progress >= options_.liveness_interval &&
-        t >= ring.next_liveness_check) {
+    if (ring.check_liveness_now ||
+        (t - ring.last_progress >= options_.liveness_interval &&
+         t >= ring.next_liveness_check)) {
+      ring.check_liveness_now = false;
       ring.next_liveness_check = t + options_.liveness_interval;
-      const Liveness liveness =
-          CheckProcess(ring.info->pid, ring.info->process_start_ticks);
+      bool verified = false;
+      const Liveness liveness = CheckProcess(
+          ring.info->pid, ring.info->process_start_ticks, &verified);
       if (liveness == Liveness::kAlive) ring.seen_alive = true;
-      if (liveness == Liveness::kGone && ring.seen_alive) {
-        // Killed without writing its end marker: whatever is uncommitted
-        // now never will be.
+      pid_namespace_shared_ |= verified;
+      // Gone after we saw it alive, or gone at first sight while we share
+      // the writers' pid namespace (it exited before we looked, or never
+      // existed): whatever is uncommitted now never will be.
+      if (liveness == Liveness::kGone &&
+          (ring.seen_alive || pid_namespace_shared_)) {
+        if (!ring.seen_alive) RingsEndedUnseen().Add(1);
         ring.writer_dead = true;
         if (PollRing(ring, /*max_polls=*/1 << 20) == PollResult::kBroken) {
           EndRing(ring, /*delete_file=*/false);
         } else {
-          EndRing(ring, !options_.keep_rings);
+          EndRing(ring, !options_.keep_rings, /*process_done=*/true);
         }
         it = rings_.erase(it);
         continue;
@@ -157,58 +240,146 @@ void RingDrainer::RunOnce(bool wait) {
     }
     ++it;
   }
+  RingsOpen().Set(static_cast<double>(rings_.size()));
+  RingsWaiting().Set(static_cast<double>(pending_.size()));
+}
+
+Liveness RingDrainer::NameLiveness(const std::string& path) {
+  // SERVICE.PID.START[.N].ring; the service may hold dots, so try both
+  // readings of the numeric tail. Only used to order files, never trusted.
+  std::string name = path.substr(path.rfind('/') + 1);
+  name.resize(name.size() - 5);  // ".ring"
+  std::vector<absl::string_view> parts = absl::StrSplit(name, '.');
+  Liveness result = Liveness::kUnknown;
+  for (size_t tail : {size_t{2}, size_t{3}}) {
+    if (parts.size() < tail + 1) continue;
+    uint32_t pid = 0;
+    uint64_t start = 0;
+    if (!absl::SimpleAtoi(parts[parts.size() - tail], &pid) ||
+        !absl::SimpleAtoi(parts[parts.size() - tail + 1], &start)) {
+      continue;
+    }
+    bool verified = false;
+    const Liveness liveness = CheckProcess(pid, start, &verified);
+    pid_namespace_shared_ |= verified;
+    if (liveness == Liveness::kAlive) return Liveness::kAlive;
+    if (liveness == Liveness::kGone) result = Liveness::kGone;
+  }
+  return result;
 }
 
 void RingDrainer::TryOpenPending() {
   const absl::Time now = absl::Now();
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    const std::string& path = it->first;
+  next_pending_pass_ = now + absl::Milliseconds(50);
+  if (pending_.empty()) return;
+  // Files of processes seen alive first, then unknown, then gone; within
+  // one class the oldest first.
+  std::vector<std::map<std::string, Pending>::iterator> order;
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->second.next_attempt > now) continue;
+    if (now - it->second.liveness_checked >= options_.liveness_interval) {
+      it->second.liveness = NameLiveness(it->first);
+      it->second.liveness_checked = now;
+    }
+    order.push_back(it);
+  }
+  auto rank = [](Liveness l) {
+    return l == Liveness::kAlive ? 0 : l == Liveness::kUnknown ? 1 : 2;
+  };
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) {
+    if (rank(a->second.liveness) != rank(b->second.liveness)) {
+      return rank(a->second.liveness) < rank(b->second.liveness);
+    }
+    return a->second.first_seen < b->second.first_seen;
+  });
+  // Bounded work per pass, whatever the directory holds.
+  int attempts = 64;
+  for (auto it : order) {
+    if (rings_.size() >= options_.max_open_rings || attempts-- <= 0) break;
+    const std::string path = it->first;
     absl::StatusOr<std::unique_ptr<ringfile::RingReader>> reader =
         ringfile::RingReader::Open(path);
     if (!reader.ok()) {
       if (absl::IsNotFound(reader.status())) {  // gone before we looked
         watcher_->Forget(path);
-        it = pending_.erase(it);
+        pending_.erase(it);
         continue;
       }
       // Not ready yet, or still being created (size 0 before fallocate).
-      if (now - it->second < options_.open_grace) {
-        ++it;
+      if (now - it->second.first_seen < options_.open_grace) {
+        it->second.next_attempt = now + absl::Milliseconds(100);
         continue;
       }
       RingsCorrupt().Add(1);
-      LogError(absl::StrCat("skipping ring file ", path, ": ",
-                            reader.status().ToString()));
-      it = pending_.erase(it);  // stays known to the watcher: not retried
+      LogErrorLimited("ring-unreadable",
+                      absl::StrCat("skipping ring file ", path, ": ",
+                                   reader.status().ToString()));
+      pending_.erase(it);  // stays known to the watcher: not retried
       continue;
     }
-    Ring ring;
-    ring.id = next_id_++;
-    ring.path = path;
-    ring.reader = std::move(*reader);
-    ring.info = std::make_shared<const ringfile::FileInfo>(ring.reader->info());
-    ring.last_progress = now;
-    // Same clock domain unless the process's CLOCK_MONOTONIC, estimated
-    // through the wall clock, is far from ours (e.g. another gVisor kernel).
-    const int64_t ours = MonotonicNowNs();
-    const int64_t estimate =
-        static_cast<int64_t>(EstimateProcessNowNs(*ring.info));
-    ring.same_clock_domain = std::llabs(estimate - ours) < 1'000'000'000;
-    ring.seen_alive =
-        CheckProcess(ring.info->pid, ring.info->process_start_ticks) ==
-        Liveness::kAlive;
-    RingsOpened().Add(1);
-    opened_.fetch_add(1);
-    LogDebug(absl::StrCat("following ", path, " (pid ", ring.info->pid,
-                          ", service '", ring.info->service_name, "')"));
-    DrainedBatch opened;
-    opened.kind = DrainedBatch::Kind::kOpened;
-    opened.process = ring.id;
-    opened.info = ring.info;
-    queue_->Push(std::move(opened));
-    rings_.emplace(ring.id, std::move(ring));
-    it = pending_.erase(it);
+    pending_.erase(it);
+    Open(path, std::move(*reader));
   }
+}
+
+void RingDrainer::Open(const std::string& path,
+                       std::unique_ptr<ringfile::RingReader> reader) {
+  const absl::Time now = absl::Now();
+  Ring ring;
+  ring.id = next_id_++;
+  ring.path = path;
+  ring.reader = std::move(reader);
+  ring.info = std::make_shared<const ringfile::FileInfo>(ring.reader->info());
+  ring.last_progress = now;
+  ring.next_poll = now;
+  // Same clock domain unless the process's CLOCK_MONOTONIC, estimated
+  // through the wall clock, is far from ours (e.g. another gVisor kernel).
+  const int64_t ours = MonotonicNowNs();
+  const int64_t estimate =
+      static_cast<int64_t>(EstimateProcessNowNs(*ring.info));
+  ring.same_clock_domain = std::llabs(estimate - ours) < 1'000'000'000;
+  bool verified = false;
+  ring.seen_alive = CheckProcess(ring.info->pid, ring.info->process_start_ticks,
+                                 &verified) == Liveness::kAlive;
+  pid_namespace_shared_ |= verified;
+  // Decide at the first poll whether a writer never seen alive is gone.
+  ring.check_liveness_now = !ring.seen_alive;
+
+  DrainedBatch opened;
+  opened.kind = DrainedBatch::Kind::kOpened;
+  opened.process = ring.id;
+  opened.info = ring.info;
+  opened.path = path;
+  if (!options_.state_dir.empty()) {
+    absl::StatusOr<std::optional<RingState>> state =
+        LoadRingState(options_.state_dir, path);
+    absl::Status resumed = state.status();
+    if (state.ok() && state->has_value()) {
+      if (!StateMatches(**state, *ring.info)) {
+        resumed = absl::InvalidArgumentError("saved for another file");
+      } else {
+        resumed = ring.reader->Resume((*state)->positions);
+      }
+      if (resumed.ok()) {
+        opened.resumed = std::make_shared<const RingState>(std::move(**state));
+      }
+    }
+    if (!resumed.ok()) {
+      StatesIgnored().Add(1);
+      LogWarningLimited("ring-state",
+                        absl::StrCat("ignoring the saved state of ", path, ": ",
+                                     resumed.message()));
+    }
+  }
+  RingsOpened().Add(1);
+  opened_.fetch_add(1);
+  LogDebug(absl::StrCat("following ", path, " (pid ", ring.info->pid,
+                       ", service '", ring.info->service_name, "')",
+                       opened.resumed ? ", resuming where the last collector "
+                                        "stopped"
+                                      : ""));
+  queue_->Push(std::move(opened));
+  rings_.emplace(ring.id, std::move(ring));
 }
 
 uint64_t RingDrainer::ProcessNowNs(const Ring& ring) const {
@@ -216,7 +387,8 @@ uint64_t RingDrainer::ProcessNowNs(const Ring& ring) const {
   return EstimateProcessNowNs(*ring.info);
 }
 
-RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls) {
+RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls,
+                                              absl::Time deadline) {
   DrainedBatch batch;
   batch.process = ring.id;
   BatchAppender appender(&batch);
@@ -225,6 +397,7 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls) {
   // Everything committed before this instant is read when we catch up.
   const uint64_t process_now = ProcessNowNs(ring);
   for (int i = 0; i < max_polls; ++i) {
+    if (i > 0 && absl::Now() >= deadline) break;
     ringfile::PollOptions poll;
     poll.max_records = options_.max_records_per_poll;
     poll.writer_dead = ring.writer_dead;
@@ -236,7 +409,8 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls) {
     ring.stats.unknown_types += stats.unknown_types;
     if (!status.ok()) {
       RingsCorrupt().Add(1);
-      LogError(
+      LogErrorLimited(
+          "ring-broken",
           absl::StrCat("ring file ", ring.path,
                        " became unreadable, skipping it: ", status.ToString()));
       result = PollResult::kBroken;
@@ -258,6 +432,7 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls) {
     }
   }
   batch.watermark_ns = ring.watermark_ns;
+  if (result != PollResult::kBroken) batch.positions = ring.reader->Positions();
   // An empty batch only moves the watermark: send one when that matters
   // (a tick or so), not every poll.
   constexpr uint64_t kMinWatermarkStepNs = 50'000'000;
@@ -270,20 +445,23 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls) {
   return result;
 }
 
-void RingDrainer::EndRing(Ring& ring, bool delete_file) {
+void RingDrainer::EndRing(Ring& ring, bool delete_file, bool process_done) {
   DrainedBatch ended;
   ended.kind = DrainedBatch::Kind::kEnded;
   ended.process = ring.id;
+  ended.process_done = process_done;
   queue_->Push(std::move(ended));
   ended_.fetch_add(1);
   if (ring.stats.lost > 0 || ring.stats.writer_dropped > 0) {
-    LogWarning(absl::StrCat(
-        "pid ", ring.info->pid, ": ", ring.stats.lost,
-        " records lost in the ring (read too late, torn or uncommitted), ",
-        ring.stats.writer_dropped, " dropped by the writer, of ",
-        ring.stats.delivered + ring.stats.lost,
-        "; a larger ring "
-        "(RINGPROF_RING_KIB) or a faster collector would keep them"));
+    LogWarningLimited(
+        "ring-loss",
+        absl::StrCat(
+            "pid ", ring.info->pid, ": ", ring.stats.lost,
+            " records lost in the ring (read too late, torn or uncommitted), ",
+            ring.stats.writer_dropped, " dropped by the writer, of ",
+            ring.stats.delivered + ring.stats.lost,
+            "; a larger ring (RINGPROF_RING_KIB) or a faster collector would "
+            "keep them"));
   }
   ring.reader.reset();
   if (delete_file) {
@@ -291,21 +469,27 @@ void RingDrainer::EndRing(Ring& ring, bool delete_file) {
   }
 }
 
-void RingDrainer::DrainAllAndEnd() {
+void RingDrainer::DrainAllAndEnd(absl::Time deadline) {
   // Files that appeared since the last scan (a child's, just before exit).
   const absl::Time now = absl::Now();
   for (std::string& path : watcher_->Rescan()) {
-    pending_.emplace(std::move(path), now);
+    pending_.emplace(std::move(path), Pending{now, now});
   }
-  TryOpenPending();
+  if (now < deadline) TryOpenPending();
   for (auto& [id, ring] : rings_) {
+    if (absl::Now() >= deadline) {
+      // Out of time: end it as it is; the file (and its saved state) stay
+      // for the next collector.
+      EndRing(ring, /*delete_file=*/false);
+      continue;
+    }
     const Liveness liveness =
         CheckProcess(ring.info->pid, ring.info->process_start_ticks);
     ring.writer_dead = liveness == Liveness::kGone;
-    const PollResult result = PollRing(ring, /*max_polls=*/1 << 20);
-    const bool done = result != PollResult::kBroken &&
+    const PollResult result = PollRing(ring, /*max_polls=*/1 << 20, deadline);
+    const bool done = result == PollResult::kCaughtUp &&
                       (ring.reader->Finished() || ring.writer_dead);
-    EndRing(ring, done && !options_.keep_rings);
+    EndRing(ring, done && !options_.keep_rings, done);
   }
   rings_.clear();
 }

@@ -14,8 +14,15 @@
 //     drained, or when the process is gone (no progress, and its pid is dead
 //     or reused - checked through /proc/<pid>/stat's start time, or
 //     kill(pid, 0)) after it was once seen alive: the rest is then drained
-//     with PollOptions::writer_dead. A process that was never visible (other
-//     pid namespace) is only ended by its end flag or by Stop();
+//     with PollOptions::writer_dead. Once any ring's process has been seen
+//     alive with its recorded start time (so we share the writers' pid
+//     namespace), a ring whose process is gone when it is opened (it
+//     exited before we looked, or never existed) is drained and ended at
+//     once. Otherwise a process that was never visible (other pid
+//     namespace) is only ended by its end flag or by Stop();
+//   * at most max_open_rings files are open (each holds a descriptor and a
+//     mapping); the rest wait, files of processes seen alive first. A ring
+//     that made no progress for a second is polled every 100 ms only;
 //   * a file that breaks while being read (truncated, corrupt) is reported,
 //     its process ended with what was read, and the file skipped;
 //   * retention: once a process has ended and its ring is drained, the ring
@@ -52,11 +59,20 @@ struct DrainerOptions {
   absl::Duration open_grace = absl::Seconds(5);
   bool keep_rings = false;
   uint32_t max_records_per_poll = 4096;
+  // Lowered at Create when RLIMIT_NOFILE (raised to its hard limit if need
+  // be) leaves less room.
+  uint32_t max_open_rings = 256;
+  // Saved read positions (ring_state.h); empty: none.
+  std::string state_dir;
 };
 
 // Liveness of a ring file's writer process, as far as we can see.
 enum class Liveness { kAlive, kGone, kUnknown };
-Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks);
+// `verified` (optional) is set when the answer kAlive comes from
+// /proc/<pid>/stat with the same start time, i.e. the writer's pid
+// namespace is ours.
+Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks,
+                      bool* verified = nullptr);
 
 class RingDrainer {
  public:
@@ -67,12 +83,15 @@ class RingDrainer {
   // open new files, poll every ring, end processes that ended.
   void RunOnce(bool wait);
 
-  // Shutdown: drains everything committed so far and ends every process.
-  void DrainAllAndEnd();
+  // Shutdown: drains everything committed so far and ends every process;
+  // past `deadline` it stops reading and ends the rest as they are (their
+  // files stay, to be resumed by the next collector).
+  void DrainAllAndEnd(absl::Time deadline = absl::InfiniteFuture());
 
   // Rings opened so far / ended so far (any thread).
   uint64_t rings_opened() const { return opened_.load(); }
   uint64_t rings_ended() const { return ended_.load(); }
+  uint32_t max_open_rings() const { return options_.max_open_rings; }
 
  private:
   struct Ring {
@@ -83,6 +102,8 @@ class RingDrainer {
     bool same_clock_domain = true;
     bool seen_alive = false;
     bool writer_dead = false;
+    bool check_liveness_now = false;
+    absl::Time next_poll;
     absl::Time last_progress;
     absl::Time next_liveness_check;
     uint64_t watermark_ns = 0;
@@ -90,20 +111,35 @@ class RingDrainer {
     ringfile::PollStats stats;
   };
   enum class PollResult { kCaughtUp, kMore, kBroken };
+  struct Pending {
+    absl::Time first_seen;
+    absl::Time next_attempt;
+    absl::Time liveness_checked = absl::InfinitePast();
+    Liveness liveness = Liveness::kUnknown;
+  };
 
   RingDrainer(const DrainerOptions& options, BatchQueue* queue,
               std::unique_ptr<RingDirWatcher> watcher);
   void TryOpenPending();
-  // Polls one ring into a batch until caught up or `max_polls` polls.
-  PollResult PollRing(Ring& ring, int max_polls);
+  void Open(const std::string& path, std::unique_ptr<ringfile::RingReader>);
+  // Liveness of a file's writer from its name (SERVICE.PID.START[.N].ring).
+  Liveness NameLiveness(const std::string& path);
+  // Polls one ring into a batch until caught up, `max_polls` polls, or
+  // `deadline`.
+  PollResult PollRing(Ring& ring, int max_polls,
+                      absl::Time deadline = absl::InfiniteFuture());
   uint64_t ProcessNowNs(const Ring& ring) const;
-  void EndRing(Ring& ring, bool delete_file);
+  // `process_done`: the process ended and its ring is drained.
+  void EndRing(Ring& ring, bool delete_file, bool process_done = false);
 
-  const DrainerOptions options_;
+  DrainerOptions options_;
   BatchQueue* const queue_;
   std::unique_ptr<RingDirWatcher> watcher_;
-  // Files found but not opened yet: path -> first seen.
-  std::map<std::string, absl::Time> pending_;
+  // Files found but not opened yet.
+  std::map<std::string, Pending> pending_;
+  absl::Time next_pending_pass_ = absl::InfinitePast();
+  // Some writer was seen alive with its recorded start time.
+  bool pid_namespace_shared_ = false;
   std::map<uint32_t, Ring> rings_;
   uint32_t next_id_ = 1;
   std::atomic<uint64_t> opened_{0};

@@ -6,6 +6,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "collector/base/clock.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
 
@@ -87,8 +88,6 @@ constexpr uint64_t kLocationBytes = 128;    // Location, index entry
 constexpr uint64_t kAggregateBytes = 48;    // one stack in one window map
 constexpr uint64_t kSymbolFrameBytes = 96;  // per symbolized frame + text
 
-int64_t NowUnixNs() { return absl::ToUnixNanos(absl::Now()); }
-
 Counter& LateSamples() {
   static Counter& c = Metrics::Get().GetCounter(
       "ringprof_late_samples_total",
@@ -169,7 +168,7 @@ bool ProcessProfiler::Charge(uint64_t bytes) {
 
 bool ProcessProfiler::InRange(int64_t unix_ns) {
   const int64_t now =
-      options_.now_unix_ns != nullptr ? options_.now_unix_ns() : NowUnixNs();
+      options_.now_unix_ns != nullptr ? options_.now_unix_ns() : UnixNowNs();
   if (unix_ns <= now + options_.max_future_ns &&
       unix_ns >= now - options_.max_past_ns) {
     return true;
@@ -208,17 +207,20 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       if (!sample.ok()) return malformed();
       const ringfile::AllocSample& head = sample->head;
       SamplesRead().Add(1);
-      if (!InRange(info_.ToRealtimeNs(head.monotonic_ns))) return;
+      const int64_t unix_ns = info_.ToRealtimeNs(head.monotonic_ns);
+      if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
       const uint32_t stack =
           InternStack(sample->frames, /*exact_leaf=*/false,
                       (head.flags & ringfile::kSampleTruncated) != 0);
       picker_.Add(head.tid, head.monotonic_ns, stack);
+      Window& window = WindowAt(unix_ns);
+      // Its tick may be picked later: it counts for checkpoints either way.
+      Contributes(window, record);
       if (head.flags & ringfile::kSampleTimingOnly) {
         ++stats_.timing_only_samples;  // for ticks only, never for memory
         return;
       }
       ++stats_.alloc_samples;
-      Window& window = WindowAt(info_.ToRealtimeNs(head.monotonic_ns));
       auto& [objects, bytes] = Slot(window.alloc, stack);
       const int64_t weight = static_cast<int64_t>(head.weight_bytes);
       bytes += weight;
@@ -237,14 +239,16 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       auto sample = ringfile::DecodeCpuSample(record);
       if (!sample.ok()) return malformed();
       SamplesRead().Add(1);
-      if (!InRange(info_.ToRealtimeNs(sample->head.monotonic_ns))) return;
+      const int64_t unix_ns = info_.ToRealtimeNs(sample->head.monotonic_ns);
+      if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
       ++stats_.cpu_samples;
       timer_mode_ = true;
       timer_period_ns_ = sample->head.cpu_period_ns;
       const uint32_t stack =
           InternStack(sample->frames, /*exact_leaf=*/true,
                       (sample->head.flags & ringfile::kSampleTruncated) != 0);
-      Window& window = WindowAt(info_.ToRealtimeNs(sample->head.monotonic_ns));
+      Window& window = WindowAt(unix_ns);
+      Contributes(window, record);
       Slot(window.timer_cpu_ns, stack) +=
           static_cast<int64_t>(sample->head.cpu_period_ns);
       return;
@@ -280,10 +284,12 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
     case RecordType::kLostSamples: {
       auto lost = ringfile::DecodeLostSamples(record);
       if (!lost.ok()) return malformed();
-      if (!InRange(info_.ToRealtimeNs(lost->monotonic_ns))) return;
+      const int64_t unix_ns = info_.ToRealtimeNs(lost->monotonic_ns);
+      if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
       stats_.emitter_lost += lost->samples;
       EmitterLost().Add(lost->samples);
-      Window& window = WindowAt(info_.ToRealtimeNs(lost->monotonic_ns));
+      Window& window = WindowAt(unix_ns);
+      Contributes(window, record);
       auto& [objects, bytes] = window.alloc[kLostStack];
       objects += static_cast<int64_t>(lost->samples);
       bytes += static_cast<int64_t>(lost->weight_bytes);
@@ -400,8 +406,10 @@ uint32_t ProcessProfiler::InternStack(absl::Span<const uint64_t> frames,
 
 void ProcessProfiler::OnPick(uint64_t tick_ns, uint32_t /*tid*/,
                              uint32_t stack) {
+  const int64_t unix_ns = info_.ToRealtimeNs(tick_ns);
+  if (unix_ns < resumed_until_unix_ns_) return;  // a predecessor's tick
   ++stats_.ticks_picked;
-  Window& window = WindowAt(info_.ToRealtimeNs(tick_ns));
+  Window& window = WindowAt(unix_ns);
   Slot(window.tick_cpu_ns,
        stack == TickPicker::kNoSample ? kNoSampleStack : stack) +=
       static_cast<int64_t>(options_.tick_ns);
@@ -436,9 +444,87 @@ void ProcessProfiler::EmitWindowsBefore(int64_t unix_ns) {
     if (!complete && !final_flush) break;
     const bool last = final_flush && std::next(it) == windows_.end();
     EmitWindow(it->first, it->second, last);
+    emitted_until_unix_ns_ = std::max(emitted_until_unix_ns_,
+                                      WindowUntil(it->first, it->second, last));
     first_open_window_ = it->first + 1;
     windows_.erase(it);
   }
+}
+
+void ProcessProfiler::Contributes(Window& window,
+                                  const ringfile::RecordView& record) {
+  if (window.min_index.size() <= record.ring) {
+    window.min_index.resize(record.ring + 1, UINT64_MAX);
+  }
+  window.min_index[record.ring] =
+      std::min(window.min_index[record.ring], record.index);
+}
+
+bool ProcessProfiler::Replayed(int64_t unix_ns,
+                               const ringfile::RecordView& record) {
+  if (unix_ns >= resumed_until_unix_ns_) return false;
+  if (record.ring >= resumed_consumed_.size() ||
+      record.index >= resumed_consumed_[record.ring]) {
+    return false;  // the predecessor never read it: late, not delivered
+  }
+  ++stats_.replay_skipped;
+  return true;
+}
+
+void ProcessProfiler::Resume(const Checkpoint& checkpoint) {
+  for (const ModuleInfo& saved : checkpoint.modules) {
+    if (!Charge(kLocationBytes + saved.path.size())) break;
+    Module module;
+    static_cast<ModuleInfo&>(module) = saved;
+    module.pid = info_.pid;
+    module.is_emitter = Basename(module.path) == "libringprof.so";
+    active_modules_[module.start] = static_cast<int>(modules_.size());
+    modules_.push_back(std::move(module));
+  }
+  for (const auto& kv : checkpoint.labels) {
+    if (process_labels_.size() >= 16) break;
+    process_labels_.push_back(kv);
+  }
+  timer_mode_ = checkpoint.cpu_timer;
+  timer_period_ns_ = checkpoint.cpu_period_ns;
+  read_positions_ = checkpoint.consumed;
+  resumed_consumed_ = checkpoint.consumed;
+  resumed_until_unix_ns_ = checkpoint.emitted_until_unix_ns;
+  emitted_until_unix_ns_ = checkpoint.emitted_until_unix_ns;
+  checkpointed_until_unix_ns_ = checkpoint.emitted_until_unix_ns;
+  if (resumed_until_unix_ns_ != INT64_MIN) {
+    first_open_window_ = FloorDiv(resumed_until_unix_ns_, options_.window_ns);
+  }
+}
+
+void ProcessProfiler::SetReadPositions(absl::Span<const uint64_t> positions) {
+  read_positions_.assign(positions.begin(), positions.end());
+}
+
+std::optional<Checkpoint> ProcessProfiler::TakeCheckpoint(bool force) {
+  if (!force && emitted_until_unix_ns_ == checkpointed_until_unix_ns_) {
+    return std::nullopt;
+  }
+  checkpointed_until_unix_ns_ = emitted_until_unix_ns_;
+  Checkpoint checkpoint;
+  checkpoint.positions = read_positions_;
+  checkpoint.consumed = read_positions_;
+  for (const auto& [index, window] : windows_) {
+    for (size_t ring = 0;
+         ring < window.min_index.size() && ring < checkpoint.positions.size();
+         ++ring) {
+      checkpoint.positions[ring] =
+          std::min(checkpoint.positions[ring], window.min_index[ring]);
+    }
+  }
+  checkpoint.emitted_until_unix_ns = emitted_until_unix_ns_;
+  for (const auto& [start, index] : active_modules_) {
+    checkpoint.modules.push_back(modules_[index]);
+  }
+  checkpoint.labels = process_labels_;
+  checkpoint.cpu_timer = timer_mode_;
+  checkpoint.cpu_period_ns = timer_period_ns_;
+  return checkpoint;
 }
 
 MappingSpec ProcessProfiler::MappingOf(const ModuleInfo& module) {
@@ -578,15 +664,20 @@ std::vector<std::pair<std::string, std::string>> ProcessProfiler::SeriesLabels()
   return labels;
 }
 
+int64_t ProcessProfiler::WindowUntil(int64_t index, const Window& window,
+                                     bool final_window) const {
+  const int64_t from = index * options_.window_ns;
+  const int64_t until = from + options_.window_ns;
+  if (!final_window) return until;
+  return std::min(
+      until, std::max(from + 1, window.last_event_unix_ns +
+                                    static_cast<int64_t>(options_.tick_ns)));
+}
+
 void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
                                  bool final_window) {
   const int64_t from = index * options_.window_ns;
-  int64_t until = from + options_.window_ns;
-  if (final_window) {
-    until = std::min(
-        until, std::max(from + 1, window.last_event_unix_ns +
-                                      static_cast<int64_t>(options_.tick_ns)));
-  }
+  const int64_t until = WindowUntil(index, window, final_window);
   const std::vector<std::pair<std::string, std::string>> labels =
       SeriesLabels();
 

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +75,25 @@ struct ProcessProfilerOptions {
   int64_t (*now_unix_ns)() = nullptr;
 };
 
+// How far a profiler has delivered its process's records, for a successor
+// to resume exactly there (collector/ingest/ring_state.h persists it).
+struct Checkpoint {
+  // Per ring: no record below this index contributes to a window not yet
+  // handed to the sink.
+  std::vector<uint64_t> positions;
+  // Per ring: records below this index were read (a sample among them
+  // stamped before emitted_until_unix_ns was delivered; records above it
+  // were never seen and always count).
+  std::vector<uint64_t> consumed;
+  // Every sample stamped before this (Unix ns) is in a delivered window.
+  int64_t emitted_until_unix_ns = INT64_MIN;
+  // What records that may be overwritten by now told the profiler.
+  std::vector<ModuleInfo> modules;
+  std::vector<std::pair<std::string, std::string>> labels;
+  bool cpu_timer = false;
+  uint64_t cpu_period_ns = 0;
+};
+
 // Totals over the process's life (for logs, tests and metrics).
 struct ProcessStats {
   uint64_t alloc_samples = 0;
@@ -84,8 +104,9 @@ struct ProcessStats {
   uint64_t emitter_lost = 0;  // LostSamples records
   uint64_t malformed_records = 0;
   uint64_t windows_emitted = 0;
-  uint64_t out_of_range = 0;   // dropped: stamped too far ahead or behind
-  uint64_t budget_folded = 0;  // samples under the budget's "[truncated]"
+  uint64_t out_of_range = 0;    // dropped: stamped too far ahead or behind
+  uint64_t budget_folded = 0;   // samples under the budget's "[truncated]"
+  uint64_t replay_skipped = 0;  // re-read after a restart, already delivered
 };
 
 class ProcessProfiler {
@@ -109,6 +130,16 @@ class ProcessProfiler {
 
   // The process ended and its ring is drained: emit everything.
   void Finish();
+
+  // Continue where a predecessor stopped (before any record): restores its
+  // modules, labels and CPU source, and skips samples stamped before its
+  // last delivered window's end.
+  void Resume(const Checkpoint& checkpoint);
+  // The reader's positions after the records passed so far (one per ring).
+  void SetReadPositions(absl::Span<const uint64_t> positions);
+  // A checkpoint if a window was emitted since the last one taken (or
+  // always, with `force`); nullopt otherwise.
+  std::optional<Checkpoint> TakeCheckpoint(bool force);
 
   const ProcessStats& stats() const { return stats_; }
   const ringfile::FileInfo& info() const { return info_; }
@@ -138,6 +169,8 @@ class ProcessProfiler {
     absl::flat_hash_map<uint32_t, int64_t> timer_cpu_ns;  // CPU timer
     absl::flat_hash_map<uint32_t, std::pair<int64_t, int64_t>> alloc;
     int64_t last_event_unix_ns = 0;
+    // Per ring: the smallest record index that contributed (checkpoints).
+    std::vector<uint64_t> min_index;
   };
   // Synthetic stack ids (never returned by InternStack).
   static constexpr uint32_t kLostStack = 0xfffffff0;
@@ -173,9 +206,17 @@ class ProcessProfiler {
   void OnModuleUnmap(const ringfile::ModuleUnmap& unmap);
 
   Window& WindowAt(int64_t unix_ns);
+  // Notes that `record` contributes to `window` (for checkpoints).
+  void Contributes(Window& window, const ringfile::RecordView& record);
+  // True (and counted) for a sample a predecessor already delivered.
+  bool Replayed(int64_t unix_ns, const ringfile::RecordView& record);
   void OnPick(uint64_t tick_ns, uint32_t tid, uint32_t stack);
   void EmitWindowsBefore(int64_t unix_ns);
   void EmitWindow(int64_t index, const Window& window, bool final_window);
+  // End of a window's profile: the window's end, or for the final one, a
+  // tick after its last event.
+  int64_t WindowUntil(int64_t index, const Window& window,
+                      bool final_window) const;
 
   void AppendStack(uint32_t stack, PprofBuilder& builder,
                    absl::flat_hash_map<uint32_t, uint32_t>& memo,
@@ -217,6 +258,11 @@ class ProcessProfiler {
   ProcessStats stats_;
   MemoryBudget* const budget_;
   uint64_t memory_bytes_ = 0;
+  std::vector<uint64_t> read_positions_;
+  int64_t resumed_until_unix_ns_ = INT64_MIN;  // samples before: delivered
+  std::vector<uint64_t> resumed_consumed_;     // ... if read before
+  int64_t emitted_until_unix_ns_ = INT64_MIN;
+  int64_t checkpointed_until_unix_ns_ = INT64_MIN;
 };
 
 }  // namespace collector

@@ -1,0 +1,224 @@
+#include "collector/ingest/ring_state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "collector/ingest/ring_state.pb.h"
+#include "collector/profile/pprof_io.h"
+#include "ringfile/format.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+constexpr uint32_t kStateVersion = 1;
+constexpr char kSuffix[] = ".state";
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+absl::Status Invalid(absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("ring state: ", what));
+}
+
+// Reads a regular file of at most `max` bytes without following a symlink
+// or blocking on a FIFO.
+absl::StatusOr<std::string> ReadBoundedRegularFile(const std::string& path,
+                                                   size_t max) {
+  const int fd =
+      ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
+  struct stat st;
+  std::string out;
+  absl::Status status;
+  if (::fstat(fd, &st) != 0) {
+    status = absl::ErrnoToStatus(errno, absl::StrCat("fstat ", path));
+  } else if (!S_ISREG(st.st_mode)) {
+    status = Invalid(absl::StrCat(path, " is not a regular file"));
+  } else if (static_cast<uint64_t>(st.st_size) > max) {
+    status = Invalid(absl::StrCat(path, " is larger than ", max, " bytes"));
+  } else {
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t n = ::pread(fd, out.data() + done, out.size() - done,
+                                static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    out.resize(done);
+  }
+  ::close(fd);
+  if (!status.ok()) return status;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<RingState> ParseRingState(absl::string_view bytes) {
+  if (bytes.size() > kMaxStateBytes) return Invalid("too large");
+  state::RingStateProto proto;
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Invalid("does not parse");
+  }
+  if (proto.version() != kStateVersion) {
+    return Invalid(
+        absl::StrFormat("version %u, want %u", proto.version(), kStateVersion));
+  }
+  if (proto.positions_size() < 1 ||
+      proto.positions_size() > static_cast<int>(ringfile::kMaxRings)) {
+    return Invalid(absl::StrFormat("%d positions", proto.positions_size()));
+  }
+  if (proto.modules_size() > static_cast<int>(kMaxSavedModules) ||
+      proto.labels_size() > static_cast<int>(kMaxSavedLabels)) {
+    return Invalid("too many modules or labels");
+  }
+  RingState state;
+  state.pid = proto.pid();
+  state.process_start_ticks = proto.process_start_ticks();
+  state.created_monotonic_ns = proto.created_monotonic_ns();
+  state.created_realtime_ns = proto.created_realtime_ns();
+  if (proto.consumed_size() != proto.positions_size()) {
+    return Invalid("consumed and positions differ in length");
+  }
+  for (int i = 0; i < proto.positions_size(); ++i) {
+    if (proto.consumed(i) > ringfile::kMaxRecordIndex ||
+        proto.positions(i) > proto.consumed(i)) {
+      return Invalid("position");
+    }
+    state.positions.push_back(proto.positions(i));
+    state.consumed.push_back(proto.consumed(i));
+  }
+  state.emitted_until_unix_ns = proto.emitted_until_unix_ns();
+  for (const auto& m : proto.modules()) {
+    if (m.path().size() > kMaxSavedStringBytes ||
+        m.build_id_hex().size() > 2 * ringfile::kMaxBuildIdSize ||
+        m.build_id_hex().find_first_not_of("0123456789abcdef") !=
+            std::string::npos ||
+        m.size() == 0 || m.start() + m.size() < m.start()) {
+      return Invalid("module");
+    }
+    state.modules.push_back({m.path(), m.build_id_hex(), m.start(), m.size(),
+                             m.file_offset(), m.load_bias()});
+  }
+  for (const auto& l : proto.labels()) {
+    if (l.key().size() > kMaxSavedStringBytes ||
+        l.value().size() > kMaxSavedStringBytes) {
+      return Invalid("label");
+    }
+    state.labels.emplace_back(l.key(), l.value());
+  }
+  state.cpu_timer = proto.cpu_timer();
+  state.cpu_period_ns = proto.cpu_period_ns();
+  return state;
+}
+
+std::string SerializeRingState(const RingState& state) {
+  state::RingStateProto proto;
+  proto.set_version(kStateVersion);
+  proto.set_pid(state.pid);
+  proto.set_process_start_ticks(state.process_start_ticks);
+  proto.set_created_monotonic_ns(state.created_monotonic_ns);
+  proto.set_created_realtime_ns(state.created_realtime_ns);
+  for (uint64_t p : state.positions) proto.add_positions(p);
+  for (uint64_t p : state.consumed) proto.add_consumed(p);
+  proto.set_emitted_until_unix_ns(state.emitted_until_unix_ns);
+  // Bounded like ParseRingState, so that what we write we can read back.
+  for (const SavedModule& m : state.modules) {
+    if (proto.modules_size() >= static_cast<int>(kMaxSavedModules)) break;
+    if (m.path.size() > kMaxSavedStringBytes) continue;
+    auto* out = proto.add_modules();
+    out->set_path(m.path);
+    out->set_build_id_hex(m.build_id_hex);
+    out->set_start(m.start);
+    out->set_size(m.size);
+    out->set_file_offset(m.file_offset);
+    out->set_load_bias(m.load_bias);
+  }
+  for (const auto& [key, value] : state.labels) {
+    if (proto.labels_size() >= static_cast<int>(kMaxSavedLabels)) break;
+    if (key.size() > kMaxSavedStringBytes ||
+        value.size() > kMaxSavedStringBytes) {
+      continue;
+    }
+    auto* out = proto.add_labels();
+    out->set_key(key);
+    out->set_value(value);
+  }
+  proto.set_cpu_timer(state.cpu_timer);
+  proto.set_cpu_period_ns(state.cpu_period_ns);
+  return proto.SerializeAsString();
+}
+
+bool StateMatches(const RingState& state, const ringfile::FileInfo& info) {
+  return state.pid == info.pid &&
+         state.process_start_ticks == info.process_start_ticks &&
+         state.created_monotonic_ns == info.created_monotonic_ns &&
+         state.created_realtime_ns == info.created_realtime_ns &&
+         state.positions.size() == info.ring_count;
+}
+
+std::string RingStatePath(const std::string& state_dir,
+                          const std::string& ring_path) {
+  return absl::StrCat(state_dir, "/", Basename(ring_path), kSuffix);
+}
+
+absl::StatusOr<std::optional<RingState>> LoadRingState(
+    const std::string& state_dir, const std::string& ring_path) {
+  const std::string path = RingStatePath(state_dir, ring_path);
+  absl::StatusOr<std::string> bytes =
+      ReadBoundedRegularFile(path, kMaxStateBytes);
+  if (!bytes.ok()) {
+    if (absl::IsNotFound(bytes.status())) return std::optional<RingState>();
+    return bytes.status();
+  }
+  absl::StatusOr<RingState> state = ParseRingState(*bytes);
+  if (!state.ok()) {
+    return absl::Status(state.status().code(),
+                        absl::StrCat(path, ": ", state.status().message()));
+  }
+  return std::optional<RingState>(std::move(*state));
+}
+
+absl::Status SaveRingState(const std::string& state_dir,
+                           const std::string& ring_path,
+                           const RingState& state) {
+  return WriteFileAtomically(RingStatePath(state_dir, ring_path),
+                             SerializeRingState(state));
+}
+
+void RemoveRingState(const std::string& state_dir,
+                     const std::string& ring_path) {
+  ::unlink(RingStatePath(state_dir, ring_path).c_str());
+}
+
+void RemoveOrphanedStates(const std::string& state_dir,
+                          const std::string& ring_dir) {
+  DIR* dir = ::opendir(state_dir.c_str());
+  if (dir == nullptr) return;
+  std::vector<std::string> orphans;
+  while (dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (!absl::EndsWith(name, kSuffix)) continue;
+    const std::string ring =
+        absl::StrCat(ring_dir, "/", name.substr(0, name.size() - 6));
+    struct stat st;
+    if (::lstat(ring.c_str(), &st) != 0 && errno == ENOENT) {
+      orphans.push_back(absl::StrCat(state_dir, "/", name));
+    }
+  }
+  ::closedir(dir);
+  for (const std::string& path : orphans) ::unlink(path.c_str());
+}
+
+}  // namespace collector
+}  // namespace ringprof
