@@ -374,10 +374,10 @@ void RingDrainer::Open(const std::string& path,
   RingsOpened().Add(1);
   opened_.fetch_add(1);
   LogDebug(absl::StrCat("following ", path, " (pid ", ring.info->pid,
-                       ", service '", ring.info->service_name, "')",
-                       opened.resumed ? ", resuming where the last collector "
-                                        "stopped"
-                                      : ""));
+                        ", service '", ring.info->service_name, "')",
+                        opened.resumed ? ", resuming where the last collector "
+                                         "stopped"
+                                       : ""));
   queue_->Push(std::move(opened));
   rings_.emplace(ring.id, std::move(ring));
 }
