@@ -342,10 +342,11 @@ PyroscopeSinkOptionsFromFlags() {
   }
   absl::StatusOr<uint64_t> request_bytes = ParseByteSize(
       Setting(FLAGS_max_request_bytes, "RINGPROF_MAX_REQUEST_BYTES", "2M"));
-  if (!request_bytes.ok() || *request_bytes < 64 * 1024) {
+  // 4K still holds the labels and a profile folded to one "[trimmed]" stack.
+  if (!request_bytes.ok() || *request_bytes < 4 * 1024) {
     return absl::InvalidArgumentError(
         "--max-request-bytes / RINGPROF_MAX_REQUEST_BYTES: a size of at "
-        "least 64K (K/M/G suffixes)");
+        "least 4K (K/M/G suffixes)");
   }
   o.max_request_bytes = *request_bytes;
   int attempts = absl::GetFlag(FLAGS_upload_attempts);

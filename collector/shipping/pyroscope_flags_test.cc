@@ -216,7 +216,7 @@ TEST_F(PyroscopeFlagsTest, LabelOptions) {
   EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
               HasSubstr("must not start with a digit"));
   unsetenv("PYROSCOPE_TAGS");
-  absl::SetFlag(&FLAGS_max_request_bytes, "1K");
+  absl::SetFlag(&FLAGS_max_request_bytes, "3K");
   EXPECT_FALSE(PyroscopeSinkOptionsFromFlags().ok());
 }
 

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# The real `ringprof run` / `ringprof collect` against the receiver, which
+# refuses what Grafana Pyroscope refuses (tests/pyroscope_receiver):
+#  1. run: a workload whose path has a byte that is not UTF-8, with
+#     --tags=k8s.cluster=prod, ships both profile types and nothing is
+#     refused; the local summary is not "no samples";
+#  2. collect (sidecar): the same workload, preloaded, same result;
+#  3. burst: against a server whose ingestion burst is 4 KiB, with
+#     --max-request-bytes=4K, every profile is trimmed to fit and accepted
+#     (none answered 429);
+#  4. a profile type the server always answers 500 is given up after
+#     --upload-attempts, and the other type's profile of every window still
+#     arrives within one retry interval of its window.
+# Every wait polls recorded state with a deadline.
+set -euo pipefail
+
+RINGPROF=${PWD}/collector/ringprof
+EMITTER=${PWD}/emitter/libringprof.so
+HOTLOOP=${PWD}/examples/hotloop/hotloop
+RECEIVER=${PWD}/tests/pyroscope_receiver/receiver.py
+work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/conformance.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "${p}" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "${work}"/*.log; do echo "--- ${f}" >&2; tail -30 "${f}" >&2; done
+  exit 1
+}
+
+wait_for() {  # wait_for SECONDS COMMAND...
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+# start_receiver NAME ARGS...: sets ${NAME}_url and ${NAME}_control.
+start_receiver() {
+  local name=$1
+  shift
+  /usr/bin/python3 "${RECEIVER}" --exit-with-parent \
+    --ready-file "${work}/${name}.json" "$@" >"${work}/${name}.log" 2>&1 &
+  pids+=($!)
+  wait_for 30 test -s "${work}/${name}.json" || fail "receiver ${name} did not start"
+  read -r url control <<<"$(/usr/bin/python3 -c '
+import json, sys; r = json.load(open(sys.argv[1]))
+print(r["url"], "http://127.0.0.1:%d" % r["control_port"])' "${work}/${name}.json")"
+  printf -v "${name}_url" '%s' "${url}"
+  printf -v "${name}_control" '%s' "${control}"
+}
+
+# check CONTROL_URL PYTHON_ASSERTIONS: runs assertions over `accepted` and
+# `rejected` (the receiver's records).
+check() {
+  curl -sf "$1/accepted" >"${work}/accepted.json"
+  curl -sf "$1/rejected" >"${work}/rejected.json"
+  /usr/bin/python3 - "${work}/accepted.json" "${work}/rejected.json" "$2" <<'PY' ||
+import json, sys
+accepted = json.load(open(sys.argv[1]))
+rejected = json.load(open(sys.argv[2]))
+exec(sys.argv[3])
+PY
+    fail "check failed against $1"
+}
+
+# A workload at a path that is not UTF-8 (Latin-1 é).
+bad_dir="${work}/srv/bin_caf"$'\xe9'
+mkdir -p "${bad_dir}"
+cp "${HOTLOOP}" "${bad_dir}/app"
+app="${bad_dir}/app"
+
+both_types_nothing_refused='
+assert not rejected, "refused: %s" % rejected
+names = {a["labels"]["__name__"] for a in accepted}
+assert names == {"process_cpu", "memory"}, names
+for a in accepted:
+    s = a["stored_labels"]
+    assert s["k8s_cluster"] == "prod", s
+    assert s["service_name"] == "app", s
+    assert "pid" not in s, s
+    assert len(a["labels"]["__session_id__"]) == 16, a["labels"]
+    assert any("bin_caf\ufffd/app" in f for f in a["mapping_files"]), a["mapping_files"]
+'
+
+# 1. ringprof run.
+start_receiver r1
+(cd "${work}" && "${RINGPROF}" run --server-address="${r1_url}" \
+  --output-dir="${work}/out1" --emitter="${EMITTER}" \
+  --tags=k8s.cluster=prod -- "${app}" 20 >"${work}/run1.log" 2>&1) ||
+  fail "ringprof run failed"
+grep -q "no samples were recorded" "${work}/run1.log" && fail "run claims no samples"
+grep -q "invalid" "${work}/run1.log" && fail "a profile was invalid"
+check "${r1_control}" "${both_types_nothing_refused}"
+
+# 2. ringprof collect as a sidecar.
+start_receiver r2
+mkdir -p "${work}/rings"
+"${RINGPROF}" collect --ring-dir="${work}/rings" --server-address="${r2_url}" \
+  --tags=k8s.cluster=prod --window=2s >"${work}/collect2.log" 2>&1 &
+collect_pid=$!
+pids+=("${collect_pid}")
+LD_PRELOAD="${EMITTER}" RINGPROF_DIR="${work}/rings" "${app}" 20 \
+  >"${work}/app2.log" 2>&1 || fail "workload failed under the emitter"
+has_both() {
+  curl -sf "${r2_control}/accepted" | /usr/bin/python3 -c '
+import json, sys
+names = {a["labels"]["__name__"] for a in json.load(sys.stdin)}
+sys.exit(0 if names >= {"process_cpu", "memory"} else 1)'
+}
+wait_for 30 has_both || fail "collect did not ship both profile types"
+kill -TERM "${collect_pid}"
+wait "${collect_pid}" || fail "ringprof collect exited with $? on SIGTERM"
+check "${r2_control}" "${both_types_nothing_refused}"
+
+# 3. A server whose burst is 4 KiB: profiles are trimmed, not refused.
+start_receiver r3 --ingestion-burst-size-mb 0.00390625
+(cd "${work}" && "${RINGPROF}" run --server-address="${r3_url}" \
+  --output-dir="${work}/out3" --emitter="${EMITTER}" --max-request-bytes=4K \
+  -- "${app}" 20 >"${work}/run3.log" 2>&1) || fail "ringprof run (burst) failed"
+grep -q "to stay under the request budget" "${work}/run3.log" ||
+  fail "no profile needed trimming: the test proves nothing"
+check "${r3_control}" '
+assert not rejected, "refused: %s" % rejected
+assert {a["labels"]["__name__"] for a in accepted} == {"process_cpu", "memory"}
+for a in accepted:
+    cost = a["uncompressed_size"] + sum(len(k) + len(v) for k, v in a["labels"].items())
+    assert cost <= 4096, cost
+'
+
+# 4. Every memory profile answered 500: given up after 2 attempts; every
+#    window's CPU profile still arrives, each within one retry interval
+#    (<= 1 s at the first failure) of the end of its window, plus the
+#    collector's own delay (watermark, tick distance) and a loaded machine.
+start_receiver r4
+curl -sf -X POST "${r4_control}/fault" \
+  -d '{"status": 500, "count": 100000, "message": "no memory profiles here",
+       "when_label": ["__name__", "memory"]}' >/dev/null
+(cd "${work}" && "${RINGPROF}" run --server-address="${r4_url}" \
+  --output-dir="${work}/out4" --emitter="${EMITTER}" --window=1s \
+  --upload-attempts=2 -- "${app}" 300 >"${work}/run4.log" 2>&1) ||
+  fail "ringprof run (refusals) failed"
+grep -q "gave it up" "${work}/run4.log" || fail "giving up was not logged"
+grep -q "no memory profiles here" "${work}/run4.log" ||
+  fail "the server's message was not logged"
+check "${r4_control}" '
+cpu = [a for a in accepted if a["labels"]["__name__"] == "process_cpu"]
+assert not [a for a in accepted if a["labels"]["__name__"] == "memory"]
+assert len(cpu) >= 3, "only %d windows" % len(cpu)
+mem_requests = [r for r in rejected if r.get("fault")]
+windows = {a["time_nanos"] for a in cpu}
+assert len(mem_requests) <= 2 * len(windows) + 2, len(mem_requests)
+delays = []
+for a in cpu:
+    end = a["time_nanos"] + a["duration_nanos"]
+    delays.append((a["received_ns"] - end) / 1e9)
+print("CPU profile delays after their window (s): %s; memory requests refused: %d"
+      % (" ".join("%.2f" % d for d in delays), len(mem_requests)))
+assert max(delays) < 4.0, delays
+'
+echo "PASS"
