@@ -211,8 +211,14 @@ bool SymbolTable::AddSymbols(Elf* elf, uint32_t section_type) {
       names_.append(name);
       names_.push_back('\0');
     }
-    Symbol symbol = {sym.st_value, sym.st_size,      0,
-                     it->second,   BindingRank(sym), absolute};
+    Symbol symbol;
+    symbol.address = sym.st_value;
+    symbol.size = sym.st_size;
+    symbol.max_end = 0;
+    symbol.name = it->second;
+    symbol.order = static_cast<uint32_t>(i);
+    symbol.rank = BindingRank(sym);
+    symbol.absolute = absolute;
     (sym.st_size > 0 ? sized_ : sizeless_).push_back(symbol);
   }
   return true;
@@ -283,9 +289,11 @@ bool SymbolTable::AddFunctionStarts(Elf* elf) {
 }
 
 void SymbolTable::Finish() {
+  // Ascending preference within one address: the walk back meets the most
+  // preferred first.
   auto by_address_then_preference = [](const Symbol& a, const Symbol& b) {
-    return std::tie(a.address, a.rank, a.size) <
-           std::tie(b.address, b.rank, b.size);
+    return std::make_tuple(a.address, a.rank, a.size, ~a.order) <
+           std::make_tuple(b.address, b.rank, b.size, ~b.order);
   };
   std::sort(sized_.begin(), sized_.end(), by_address_then_preference);
   std::sort(sizeless_.begin(), sizeless_.end(), by_address_then_preference);
@@ -311,13 +319,17 @@ bool SymbolTable::Lookup(uint64_t address, Hit* hit) const {
       sized_.begin(), sized_.end(), address,
       [](uint64_t value, const Symbol& s) { return value < s.address; });
   const uint64_t reach = it == sized_.begin() ? 0 : std::prev(it)->max_end;
-  for (auto j = it; j != sized_.begin();) {
-    --j;
-    if (j->max_end <= address) break;
-    if (address - j->address < j->size &&
-        (!j->absolute || j->address == address)) {
-      *hit = {names_.data() + j->name, j->address};
-      return true;
+  // Global and weak symbols first; local ones only when none contains the
+  // address (libdwfl searches the locals only then).
+  for (const uint8_t min_rank : {2, 0}) {
+    for (auto j = it; j != sized_.begin();) {
+      --j;
+      if (j->max_end <= address) break;
+      if (j->rank >= min_rank && address - j->address < j->size &&
+          (!j->absolute || j->address == address)) {
+        *hit = {names_.data() + j->name, j->address};
+        return true;
+      }
     }
   }
   auto label = std::upper_bound(

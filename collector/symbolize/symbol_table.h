@@ -9,10 +9,11 @@
 // function's start). Names are copied into one owned buffer; nothing points
 // into the ELF afterwards.
 //
-// The choice among symbols is libdwfl's: the sized symbol containing the
-// address with the highest start (then the strongest binding: global, weak,
-// local; then the largest size); without one, the closest sizeless symbol
-// (an assembly label) in the same section that no sized symbol ends after.
+// The choice among symbols is libdwfl's: the sized global or weak symbol
+// containing the address with the highest start (then the strongest
+// binding, then the largest size, then the first in the table), else the
+// same among local symbols; without one, the closest sizeless symbol (an
+// assembly label) in the same section that no sized symbol ends after.
 //
 // Thread-compatible; immutable (and so safe to share) once Finish() ran.
 #ifndef RINGPROF_COLLECTOR_SYMBOLIZE_SYMBOL_TABLE_H_
@@ -58,6 +59,7 @@ class SymbolTable {
     uint64_t size;
     uint64_t max_end;  // sized_: largest end of this and earlier symbols
     uint32_t name;     // offset into names_
+    uint32_t order;    // position in the ELF table: the earlier wins a tie
     uint8_t rank;      // binding: 3 global, 2 weak, 1 local, 0 other
     bool absolute;     // SHN_ABS: matches its exact address only
   };

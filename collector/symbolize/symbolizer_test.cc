@@ -4,9 +4,12 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -591,6 +595,186 @@ TEST_F(SymbolizerTest, ResolvesExportedFunctionOfALoadedSharedLibrary) {
       symbolizer->Symbolize(module, address, AddressKind::kInstruction);
   ASSERT_THAT(frames, SizeIs(::testing::Ge(1u)));
   EXPECT_THAT(frames.back().function, HasSubstr("getpid"));
+}
+
+// --- The workload is untrusted: what its module paths may and may not reach.
+
+class SymbolizerRootTest : public SymbolizerTest {
+ protected:
+  static constexpr uint32_t kPid = 4242;
+  static constexpr char kReported[] = "/opt/lib/program";
+
+  // A fake /proc whose process kPid has an empty root directory.
+  SymbolizerOptions Options() {
+    proc_root_ = scratch_ / "proc";
+    root_ = proc_root_ / std::to_string(kPid) / "root";
+    fs::create_directories(root_ / "opt/lib");
+    SymbolizerOptions options;
+    options.proc_root = proc_root_.string();
+    return options;
+  }
+  ModuleInfo Reported(const std::string& path = kReported) const {
+    ModuleInfo module = Module(path);
+    module.pid = kPid;
+    return module;
+  }
+  fs::path Inside(const std::string& path = kReported) const {
+    return root_ / path.substr(1);
+  }
+
+  fs::path proc_root_;
+  fs::path root_;
+};
+
+TEST_F(SymbolizerRootTest, ALibraryTruncatedAfterIndexingKeepsSymbolizing) {
+  SymbolizerOptions options = Options();
+  fs::copy_file(DataPath("symbolizer_test_program"), Inside());
+  auto symbolizer = Symbolizer::Create(options);
+  symbolizer->AttachProcess(kPid);
+  ModuleInfo module = Reported();
+  std::vector<SymbolizedFrame> leaf =
+      symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction);
+  ASSERT_THAT(leaf, SizeIs(1));
+  EXPECT_EQ(leaf[0].function, "ringprof_test::Leaf(int)");
+  // A deploy's `cp` rewrites the file in place, then it shrinks to nothing:
+  // a mapping of it would now fault (SIGBUS) on every page.
+  {
+    std::ofstream rewrite(Inside(), std::ios::in | std::ios::out);
+    rewrite << std::string(4096, 'x');
+  }
+  fs::resize_file(Inside(), 0);
+  ExpectOuterChain(symbolizer->Symbolize(module, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+  symbolizer->DetachProcess(kPid);
+}
+
+TEST_F(SymbolizerRootTest, ATruncatedLibraryIsRejectedNotMapped) {
+  SymbolizerOptions options = Options();
+  fs::copy_file(DataPath("symbolizer_test_program"), Inside());
+  fs::resize_file(Inside(), fs::file_size(Inside()) / 2);
+  auto symbolizer = Symbolizer::Create(options);
+  EXPECT_THAT(
+      symbolizer->Symbolize(Reported(), facts_.leaf, AddressKind::kInstruction),
+      IsEmpty());
+  EXPECT_EQ(symbolizer->stats().files_rejected, 1u);
+}
+
+TEST_F(SymbolizerRootTest, PathsNeverReachTheCollectorsFiles) {
+  // The test program exists here, in the collector's filesystem, at
+  // DataPath(...); the workload names it, directly, with ../ and through
+  // symlinks: none of it may lend the workload our symbols.
+  SymbolizerOptions options = Options();
+  const std::string ours = DataPath("symbolizer_test_program");
+  fs::create_symlink(ours, Inside("/opt/lib/absolute"));
+  fs::create_symlink("../../../../../../../../../../.." + ours,
+                     Inside("/opt/lib/climbing"));
+  for (bool walk_only : {false, true}) {
+    options.walk_only = walk_only;
+    auto symbolizer = Symbolizer::Create(options);
+    for (const std::string& path :
+         {ours, "/../../../../../../../.." + ours,
+          std::string("/opt/lib/absolute"), std::string("/opt/lib/climbing")}) {
+      EXPECT_THAT(symbolizer->Symbolize(Reported(path), facts_.leaf,
+                                        AddressKind::kInstruction),
+                  IsEmpty())
+          << path << (walk_only ? " (walk)" : "");
+      // Keyed by build-id: a second path must not find a cached success.
+    }
+    EXPECT_EQ(symbolizer->stats().modules_opened, 0u);
+  }
+}
+
+TEST_F(SymbolizerRootTest, FifosDevicesAndHugeFilesAreRejectedAtOnce) {
+  SymbolizerOptions options = Options();
+  ASSERT_EQ(mkfifo(Inside("/opt/lib/fifo.so").c_str(), 0600), 0);
+  { std::ofstream sparse(Inside("/opt/lib/sparse.so")); }
+  fs::resize_file(Inside("/opt/lib/sparse.so"), uint64_t{64} << 30);
+  fs::create_directories(root_ / "dev");
+  ASSERT_EQ(symlink("/dev/zero", Inside("/opt/lib/zero.so").c_str()), 0);
+  auto symbolizer = Symbolizer::Create(options);
+  for (const char* path :
+       {"/opt/lib/fifo.so", "/opt/lib/sparse.so", "/opt/lib/zero.so"}) {
+    ModuleInfo module = Reported(path);
+    module.build_id_hex = absl::StrCat(build_id_.substr(0, 8), path);
+    EXPECT_THAT(
+        symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction),
+        IsEmpty())
+        << path;
+  }
+  // The FIFO and the 64 GiB file are refused; /dev/zero does not exist in
+  // the workload's root (an empty /dev), so it is simply not found.
+  EXPECT_EQ(symbolizer->stats().files_rejected, 2u);
+
+  // The collector's own /dev/zero, named by this process: not a file.
+  SymbolizerOptions real;
+  auto host = Symbolizer::Create(real);
+  ModuleInfo zero = Module("/dev/zero");
+  EXPECT_THAT(host->Symbolize(zero, facts_.leaf, AddressKind::kInstruction),
+              IsEmpty());
+  EXPECT_EQ(host->stats().files_rejected, 1u);
+}
+
+TEST_F(SymbolizerTest, AnExitedProcessIsSymbolizedThroughItsHeldRoot) {
+  // A process that shares our root, attached while alive, symbolized after
+  // it was reaped (its /proc entry gone).
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  auto attached = Symbolizer::Create({});
+  attached->AttachProcess(static_cast<uint32_t>(child));
+  kill(child, SIGKILL);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  module.pid = static_cast<uint32_t>(child);
+  ExpectOuterChain(attached->Symbolize(module, facts_.outer_return_address,
+                                       AddressKind::kReturnAddress));
+  attached->DetachProcess(static_cast<uint32_t>(child));
+
+  auto not_attached = Symbolizer::Create({});
+  EXPECT_THAT(not_attached->Symbolize(module, facts_.outer_return_address,
+                                      AddressKind::kReturnAddress),
+              IsEmpty());
+}
+
+TEST_F(SymbolizerTest, EvictsLeastRecentlyUsedModulesBeyondTheBudget) {
+  LoadedLibrary libc;
+  dl_iterate_phdr(FindLibc, &libc);
+  ASSERT_FALSE(libc.path.empty());
+  ModuleInfo libc_module;
+  libc_module.path = fs::canonical(libc.path).string();
+  libc_module.load_bias = libc.load_bias;
+  libc_module.pid = static_cast<uint32_t>(getpid());
+  const uint64_t getpid_address = reinterpret_cast<uint64_t>(&getpid);
+
+  SymbolizerOptions options;
+  options.cache_bytes = 1;  // every module is over it: keep only the last
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo program = Module(DataPath("symbolizer_test_program"));
+  ExpectOuterChain(symbolizer->Symbolize(program, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->stats().modules_cached, 1u);
+  EXPECT_EQ(symbolizer->stats().modules_evicted, 0u);
+  symbolizer->Symbolize(libc_module, getpid_address, AddressKind::kInstruction);
+  EXPECT_EQ(symbolizer->stats().modules_cached, 1u);
+  EXPECT_EQ(symbolizer->stats().modules_evicted, 1u);
+  // Back again: indexed anew, same answer.
+  ExpectOuterChain(symbolizer->Symbolize(program, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->stats().modules_opened, 3u);
+  EXPECT_EQ(symbolizer->stats().modules_evicted, 2u);
+
+  // A roomy budget keeps both, and says what they cost.
+  options.cache_bytes = uint64_t{1} << 30;
+  symbolizer = Symbolizer::Create(options);
+  symbolizer->Symbolize(program, facts_.leaf, AddressKind::kInstruction);
+  const uint64_t one = symbolizer->stats().cache_bytes;
+  symbolizer->Symbolize(libc_module, getpid_address, AddressKind::kInstruction);
+  EXPECT_EQ(symbolizer->stats().modules_cached, 2u);
+  EXPECT_GT(one, 0u);
+  EXPECT_GT(symbolizer->stats().cache_bytes, one);
 }
 
 // A minimal debuginfod: serves GET /buildid/<id>/<kind> from a map of
