@@ -23,34 +23,50 @@ StrerrorNameFn g_strerrorname_np = nullptr;
 LibgccUnwinder g_libgcc = {};
 
 // Without _dl_find_object: the objects loaded before the emitter started,
-// whole mapped span and .eh_frame_hdr. Filled once at load, before any
-// reader exists (tests: before the count is published).
+// whole mapped span and .eh_frame_hdr. Filled at load, before any reader
+// exists (tests: before the count is published); afterwards an entry only
+// ever goes away (map_end = 0), when a rescan no longer lists its object.
 struct StartupObject {
   uintptr_t map_start;
-  uintptr_t map_end;
+  std::atomic<uintptr_t> map_end;
   const void* eh_frame_hdr;
 };
 constexpr int kMaxStartupObjects = 256;
 StartupObject g_startup_objects[kMaxStartupObjects];
 std::atomic<int> g_startup_object_count{0};
 
+struct ObjectSpan {
+  uintptr_t map_start = ~uintptr_t{0};
+  uintptr_t map_end = 0;  // 0: no PT_LOAD
+  const void* eh_frame_hdr = nullptr;
+};
+
+ObjectSpan SpanOf(const dl_phdr_info& info) {
+  ObjectSpan span;
+  for (int i = 0; i < info.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& phdr = info.dlpi_phdr[i];
+    const uintptr_t start = info.dlpi_addr + phdr.p_vaddr;
+    if (phdr.p_type == PT_LOAD) {
+      if (start < span.map_start) span.map_start = start;
+      if (start + phdr.p_memsz > span.map_end) {
+        span.map_end = start + phdr.p_memsz;
+      }
+    } else if (phdr.p_type == PT_GNU_EH_FRAME) {
+      span.eh_frame_hdr = reinterpret_cast<const void*>(start);
+    }
+  }
+  return span;
+}
+
 int OnStartupObject(struct dl_phdr_info* info, size_t, void* data) {
   int& count = *static_cast<int*>(data);
   if (count == kMaxStartupObjects) return 1;
-  uintptr_t low = ~uintptr_t{0}, high = 0;
-  const void* eh_frame_hdr = nullptr;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
-    const uintptr_t start = info->dlpi_addr + phdr.p_vaddr;
-    if (phdr.p_type == PT_LOAD) {
-      if (start < low) low = start;
-      if (start + phdr.p_memsz > high) high = start + phdr.p_memsz;
-    } else if (phdr.p_type == PT_GNU_EH_FRAME) {
-      eh_frame_hdr = reinterpret_cast<const void*>(start);
-    }
-  }
-  if (high == 0) return 0;
-  g_startup_objects[count++] = {low, high, eh_frame_hdr};
+  const ObjectSpan span = SpanOf(*info);
+  if (span.map_end == 0) return 0;
+  StartupObject& object = g_startup_objects[count++];
+  object.map_start = span.map_start;
+  object.eh_frame_hdr = span.eh_frame_hdr;
+  object.map_end.store(span.map_end, std::memory_order_relaxed);
   return 0;
 }
 
@@ -60,15 +76,32 @@ void RecordStartupObjects() {
   g_startup_object_count.store(count, std::memory_order_release);
 }
 
+// Marks in `still_loaded` the start-up objects a rescan lists again.
+int OnRecheckedObject(struct dl_phdr_info* info, size_t, void* data) {
+  bool* still_loaded = static_cast<bool*>(data);
+  const ObjectSpan span = SpanOf(*info);
+  const int count = g_startup_object_count.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) {
+    const StartupObject& object = g_startup_objects[i];
+    if (object.map_start == span.map_start &&
+        object.map_end.load(std::memory_order_relaxed) == span.map_end &&
+        object.eh_frame_hdr == span.eh_frame_hdr) {
+      still_loaded[i] = true;
+    }
+  }
+  return 0;
+}
+
 int FindStartupObject(const void* address, dl_find_object* result) {
   const uintptr_t pc = reinterpret_cast<uintptr_t>(address);
   const int count = g_startup_object_count.load(std::memory_order_acquire);
   for (int i = 0; i < count; ++i) {
     const StartupObject& object = g_startup_objects[i];
-    if (pc < object.map_start || pc >= object.map_end) continue;
+    const uintptr_t map_end = object.map_end.load(std::memory_order_acquire);
+    if (pc < object.map_start || pc >= map_end) continue;
     memset(result, 0, sizeof(*result));
     result->dlfo_map_start = reinterpret_cast<void*>(object.map_start);
-    result->dlfo_map_end = reinterpret_cast<void*>(object.map_end);
+    result->dlfo_map_end = reinterpret_cast<void*>(map_end);
     result->dlfo_eh_frame = const_cast<void*>(object.eh_frame_hdr);
     return 0;
   }
@@ -139,6 +172,24 @@ const char* ErrnoName(int error) {
 const LibgccUnwinder& Libgcc() { return g_libgcc; }
 
 bool LibgccIsSignalSafe() { return HaveDlFindObject(); }
+
+bool ForgetUnloadedStartupObjects() {
+  if (HaveDlFindObject()) return false;
+  bool still_loaded[kMaxStartupObjects] = {};
+  dl_iterate_phdr(OnRecheckedObject, still_loaded);
+  bool forgot = false;
+  const int count = g_startup_object_count.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) {
+    StartupObject& object = g_startup_objects[i];
+    if (still_loaded[i] ||
+        object.map_end.load(std::memory_order_relaxed) == 0) {
+      continue;
+    }
+    object.map_end.store(0, std::memory_order_release);
+    forgot = true;
+  }
+  return forgot;
+}
 
 void ReportMissingLibcFeatures() {
   if (!HaveDlFindObject()) {

@@ -5,8 +5,9 @@
 //
 //  - _dl_find_object (glibc >= 2.35): lock-free, async-signal-safe lookup
 //    of the object containing an address. Without it, FindObject answers
-//    from a table of the objects loaded before the emitter started (they
-//    can never be unloaded; filled once, at load), and nothing else:
+//    from a table of the objects loaded before the emitter started (filled
+//    once, at load; an entry goes when a rescan finds its object gone:
+//    ForgetUnloadedStartupObjects), and nothing else:
 //    objects loaded later are found by the module map's rescans
 //    (module_map.h), and stacks through them by libgcc's unwinder, which is
 //    then kept out of signal handlers (LibgccIsSignalSafe()).
@@ -18,7 +19,8 @@
 //
 // Thread-safety: everything is resolved by a constructor before any other
 // emitter code runs; afterwards every function here is lock-free,
-// allocation-free and async-signal-safe.
+// allocation-free and async-signal-safe, except the ones that say
+// otherwise.
 #ifndef RINGPROF_EMITTER_LIBC_FEATURES_H_
 #define RINGPROF_EMITTER_LIBC_FEATURES_H_
 
@@ -35,6 +37,14 @@ int FindObject(const void* address, dl_find_object* result);
 
 // True when FindObject is glibc's _dl_find_object.
 bool HaveDlFindObject();
+
+// Without _dl_find_object: drops from FindObject's table the objects
+// dl_iterate_phdr no longer lists (an object dlopen'ed before the emitter
+// started, dlclose'd since), so that their unmapped .eh_frame_hdr is never
+// read. Takes the loader's lock: from an allocation's sampled path or at
+// start, never in a signal handler; one caller at a time. True when it
+// dropped something (cached unwind rules may be stale).
+bool ForgetUnloadedStartupObjects();
 
 // strerrorname_np(error), or nullptr (unknown error, or no such function).
 const char* ErrnoName(int error);

@@ -250,6 +250,7 @@ void RescanLocked() {
       dropped = true;
     }
   }
+  if (ForgetUnloadedStartupObjects()) dropped = true;
   if (dropped) FlushUnwindRules();
 }
 

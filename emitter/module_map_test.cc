@@ -44,6 +44,26 @@ std::string TheRingFile(const std::string& dir) {
   return found;
 }
 
+#ifdef RINGPROF_WITHOUT_DL_FIND_OBJECT
+// The start-up table forgets an object loaded before it was made once a
+// rescan no longer lists it, so its unmapped .eh_frame_hdr is never read.
+TEST(StartupObjectsTest, UnloadedObjectsAreForgotten) {
+  void* library = dlopen(PayloadPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  void* function = dlsym(library, "PayloadAllocate");
+  ASSERT_NE(function, nullptr);
+  UseDlFindObjectForTest(false);  // the table now includes the library
+  dl_find_object found;
+  ASSERT_EQ(FindObject(function, &found), 0);
+  EXPECT_FALSE(ForgetUnloadedStartupObjects());
+  EXPECT_EQ(FindObject(function, &found), 0);
+  ASSERT_EQ(dlclose(library), 0);
+  EXPECT_TRUE(ForgetUnloadedStartupObjects());
+  EXPECT_NE(FindObject(function, &found), 0);
+  EXPECT_EQ(FindObject(reinterpret_cast<void*>(&dlopen), &found), 0);
+}
+#endif
+
 TEST(ModuleMapTest, LoadedObjectsAreRecordedAndUnloadsNoticed) {
   const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/modules";
   setenv("RINGPROF_DIR", dir.c_str(), 1);
