@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # libringprof.so must load on every glibc >= 2.17: it may import no symbol
 # version newer than GLIBC_2.17 and need no library beyond glibc's own
-# (libc, libdl, libpthread, libm, the dynamic loader). Checks the built
-# library, and that the check rejects a library that breaks both rules
-# (this machine's libstdc++).
+# (libc, libdl, libpthread, libm, the dynamic loader), nor functions that
+# older glibc keeps in librt, libutil or libanl. Checks the built library,
+# and that the check rejects libraries that break these rules (this
+# machine's libstdc++, and a small library calling timer_create pinned to
+# librt's old version).
 #
 # Usage: glibc_versions_test.sh LIBRARY
 set -euo pipefail
@@ -31,6 +33,15 @@ violations() {
     fi
   done < <(readelf -W --version-info "${file}" |
     sed -n '/\.gnu\.version_r/,$p' | grep -o 'Name: [^ ]*' | awk '{print $2}' | sort -u)
+  # Functions glibc moved into libc from librt, libutil or libanl (2.17,
+  # 2.34): their old versions live in libraries the emitter does not need.
+  local moved
+  moved=$(objdump -T "${file}" | awk '$0 ~ /\*UND\*/ {print $NF "@" $(NF-1)}' |
+    grep -E '^(timer_|mq_|shm_open|shm_unlink|aio_|lio_listio|openpty|forkpty|login_tty|getaddrinfo_a|gai_)|^clock_[a-z]+@\(GLIBC_2\.2\.5\)' || true)
+  if [[ -n "${moved}" ]]; then
+    echo "imports functions of librt/libutil/libanl on older glibc: $(echo ${moved})"
+    bad=1
+  fi
   while read -r needed; do
     if [[ " ${allowed_needed} " != *" ${needed} "* ]]; then
       echo "needs ${needed} (only ${allowed_needed})"
@@ -61,4 +72,21 @@ else
   echo "PASS: the check rejects it:"
   echo "${out}" | cut -c1-200
 fi
+# The check itself: timer_create@GLIBC_2.3.3 is librt's before 2.34.
+dir=$(mktemp -d)
+cat >"${dir}/t.c" <<'EOF'
+#include <signal.h>
+#include <time.h>
+__asm__(".symver timer_create,timer_create@GLIBC_2.3.3");
+int f(void) { timer_t t; return timer_create(CLOCK_MONOTONIC, 0, &t); }
+EOF
+gcc -shared -fPIC -o "${dir}/libt.so" "${dir}/t.c"
+echo "== control timer_create@GLIBC_2.3.3"
+if out=$(violations "${dir}/libt.so"); then
+  echo "FAIL: the check accepts it"
+  status=1
+else
+  echo "PASS: the check rejects it: ${out}"
+fi
+rm -rf "${dir}"
 exit "${status}"
