@@ -191,8 +191,8 @@ bool ForgetUnloadedStartupObjects() {
   return forgot;
 }
 
-void ReportMissingLibcFeatures() {
-  if (!HaveDlFindObject()) {
+void ReportMissingLibcFeatures(bool cpu_timer_running) {
+  if (!HaveDlFindObject() && cpu_timer_running) {
     Line line;
     line.Add("ringprof: glibc ")
         .Add(gnu_get_libc_version())

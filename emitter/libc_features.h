@@ -65,9 +65,10 @@ const LibgccUnwinder& Libgcc();
 // interrupted it.
 bool LibgccIsSignalSafe();
 
-// At session start (when the emitter is on): one line on stderr naming
-// what is missing and what that costs; nothing when nothing is.
-void ReportMissingLibcFeatures();
+// At start, once the emitter is on: one line on stderr per missing
+// feature that costs something (_dl_find_object only matters to CPU-timer
+// samples); nothing when nothing is.
+void ReportMissingLibcFeatures(bool cpu_timer_running);
 
 // Tests only, with no other thread running: `false` makes the emitter
 // behave as on a glibc without _dl_find_object (FindObject answers from the

@@ -28,6 +28,7 @@
 
 #include "emitter/config.h"
 #include "emitter/cpu_timer.h"
+#include "emitter/libc_features.h"
 #include "emitter/next_allocator.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
@@ -132,6 +133,7 @@ __attribute__((constructor)) void StartEmitter() {
   on_exit(OnProcessExit, nullptr);
   CpuTimerInit();
   if (GetCpuTimerStats().running) DisableTimingSamples();
+  ReportMissingLibcFeatures(GetCpuTimerStats().running);
 }
 
 }  // namespace

@@ -364,7 +364,6 @@ void StartSession() {
           : g_executable;
   LoadConfig(LookupEnv, ReportToStderr, name_source, &g_config);
   if (g_config.disabled) return;
-  ReportMissingLibcFeatures();
   SampleClockInit();
   ConfigureSampler();
   RecordMainThreadStack();
