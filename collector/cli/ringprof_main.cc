@@ -31,6 +31,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -41,6 +42,7 @@
 #include "collector/collector.h"
 #include "collector/profile/pprof_io.h"
 #include "collector/render/flamegraph.h"
+#include "collector/shipping/http_uploader.h"
 #include "collector/shipping/pyroscope_flags.h"
 #include "collector/shipping/pyroscope_sink.h"
 #include "collector/sink/local_sink.h"
@@ -136,12 +138,25 @@ std::string DefaultRunOutputDir(const std::string& command) {
       absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
 }
 
-// Sends every window to all of `sinks`.
+// Sends every window to all of `sinks`; with `local_dir` set (local output
+// only: the Pyroscope sink logs its own), one info line per window.
 class TeeSink : public ProfileSink {
  public:
-  explicit TeeSink(std::vector<ProfileSink*> sinks)
-      : sinks_(std::move(sinks)) {}
+  TeeSink(std::vector<ProfileSink*> sinks, std::string local_dir)
+      : sinks_(std::move(sinks)), local_dir_(std::move(local_dir)) {}
   void Submit(WindowProfile profile) override {
+    if (!local_dir_.empty()) {
+      const absl::TimeZone utc = absl::UTCTimeZone();
+      LogInfo(absl::StrCat(
+          "pid ", profile.pid, " (", profile.service_name, "): ", profile.name,
+          " ",
+          absl::FormatTime("%H:%M:%S",
+                           absl::FromUnixNanos(profile.from_unix_ns), utc),
+          "-",
+          absl::FormatTime("%H:%M:%S",
+                           absl::FromUnixNanos(profile.until_unix_ns), utc),
+          " UTC, ", profile.pprof.size(), " bytes -> ", local_dir_, "/"));
+    }
     for (size_t i = 0; i + 1 < sinks_.size(); ++i) sinks_[i]->Submit(profile);
     if (!sinks_.empty()) sinks_.back()->Submit(std::move(profile));
   }
@@ -153,6 +168,7 @@ class TeeSink : public ProfileSink {
 
  private:
   std::vector<ProfileSink*> sinks_;
+  std::string local_dir_;
 };
 
 // The sinks of one invocation.
@@ -162,8 +178,10 @@ struct Sinks {
   std::unique_ptr<TeeSink> tee;
 };
 
+// `log_windows`: one info line per window written locally (collect).
 absl::StatusOr<Sinks> MakeSinks(const std::string& output_dir,
-                                bool local_by_default) {
+                                bool local_by_default,
+                                bool log_windows = false) {
   Sinks sinks;
   // nullptr when no server is configured (--server-address /
   // PYROSCOPE_SERVER_ADDRESS).
@@ -183,7 +201,9 @@ absl::StatusOr<Sinks> MakeSinks(const std::string& output_dir,
   std::vector<ProfileSink*> all;
   if (sinks.remote) all.push_back(sinks.remote.get());
   if (sinks.local) all.push_back(sinks.local.get());
-  sinks.tee = std::make_unique<TeeSink>(all);
+  sinks.tee = std::make_unique<TeeSink>(
+      all, log_windows && sinks.local && !sinks.remote ? sinks.local->out_dir()
+                                                       : "");
   return sinks;
 }
 
@@ -416,7 +436,8 @@ int CollectCommand() {
         "collect needs --ring-dir (or RINGPROF_DIR)"));
   }
   absl::StatusOr<Sinks> sinks =
-      MakeSinks(absl::GetFlag(FLAGS_output_dir), /*local_by_default=*/false);
+      MakeSinks(absl::GetFlag(FLAGS_output_dir), /*local_by_default=*/false,
+                /*log_windows=*/true);
   if (!sinks.ok()) return Fail(sinks.status());
   absl::StatusOr<std::string> state_dir =
       StateDir(sinks->local ? sinks->local->out_dir() : "");
@@ -428,7 +449,22 @@ int CollectCommand() {
   Collector collector(*options, symbolizer.get(), sinks->tee.get());
   absl::Status started = collector.Start();
   if (!started.ok()) return Fail(started);
-  LogDebug(absl::StrCat("collecting from ", options->drainer.ring_dir));
+  // Where profiles go, at every level but error: the one line a sidecar's
+  // operator needs first.
+  std::vector<std::string> destinations;
+  if (sinks->remote) {
+    std::string server = absl::GetFlag(FLAGS_server_address);
+    const char* env = std::getenv("PYROSCOPE_SERVER_ADDRESS");
+    if (server.empty() && env != nullptr) server = env;
+    destinations.push_back(shipping::RedactUrl(server));
+  }
+  if (sinks->local) destinations.push_back(sinks->local->out_dir() + "/");
+  const std::string start_line =
+      absl::StrCat("collecting from ", options->drainer.ring_dir,
+                   "; profiles go to ", absl::StrJoin(destinations, " and "));
+  if (LogEnabled(LogLevel::kWarning)) {
+    std::fprintf(stderr, "ringprof: %s\n", start_line.c_str());
+  }
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);

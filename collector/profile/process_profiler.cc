@@ -14,6 +14,16 @@ namespace ringprof {
 namespace collector {
 namespace {
 
+// The address addr2line wants for `pc` (link-time virtual address), except
+// where the object was linked at a kernel-half address (the vDSO on some
+// kernels: 0xffffffffff700000), which reads as garbage: there, the offset
+// into the file.
+uint64_t LinkTimeAddress(const ModuleInfo& module, uint64_t pc) {
+  const uint64_t address = pc - module.load_bias;
+  if ((address >> 63) == 0) return address;
+  return pc - module.start + module.file_offset;
+}
+
 using ringfile::RecordType;
 
 // Key of a location in location_index_: the exact-PC bit below the address.
@@ -316,6 +326,7 @@ ProcessProfiler::Window& ProcessProfiler::WindowAt(int64_t unix_ns) {
   // totals stay right even when a record arrives very late.
   index = std::max(index, first_open_window_);
   Window& window = windows_[index];
+  window.first_event_unix_ns = std::min(window.first_event_unix_ns, unix_ns);
   window.last_event_unix_ns = std::max(window.last_event_unix_ns, unix_ns);
   return window;
 }
@@ -591,7 +602,7 @@ PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
     // Unresolved: name it so a person (or addr2line) can still place it.
     lines.push_back({module != nullptr
                          ? absl::StrFormat("%s+0x%x", Basename(module->path),
-                                           pc - module->load_bias)
+                                           LinkTimeAddress(*module, pc))
                          : absl::StrFormat("0x%x", pc),
                      "", 0});
   }
@@ -676,8 +687,15 @@ int64_t ProcessProfiler::WindowUntil(int64_t index, const Window& window,
 
 void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
                                  bool final_window) {
-  const int64_t from = index * options_.window_ns;
+  // A window covers the process's time only: the first one starts when the
+  // ring was created (or at its first event, stamped just before), not at
+  // the window boundary, so a short process's duration is its own.
+  int64_t from = index * options_.window_ns;
   const int64_t until = WindowUntil(index, window, final_window);
+  const int64_t started =
+      std::min(static_cast<int64_t>(info_.created_realtime_ns),
+               window.first_event_unix_ns);
+  if (started > from && started < until) from = started;
   const std::vector<std::pair<std::string, std::string>> labels =
       SeriesLabels();
 

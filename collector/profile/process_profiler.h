@@ -168,6 +168,7 @@ class ProcessProfiler {
     absl::flat_hash_map<uint32_t, int64_t> tick_cpu_ns;   // alloc ticks
     absl::flat_hash_map<uint32_t, int64_t> timer_cpu_ns;  // CPU timer
     absl::flat_hash_map<uint32_t, std::pair<int64_t, int64_t>> alloc;
+    int64_t first_event_unix_ns = INT64_MAX;
     int64_t last_event_unix_ns = 0;
     // Per ring: the smallest record index that contributed (checkpoints).
     std::vector<uint64_t> min_index;

@@ -49,13 +49,14 @@ class CapturingSink : public ProfileSink {
   std::vector<WindowProfile> profiles;
 };
 
-// Resolves the three known functions (return addresses point one past).
+// Resolves the three known functions of /bin/app (return addresses point
+// one past); nothing in other objects.
 class FakeSymbolizer : public Symbolizer {
  public:
   std::vector<SymbolizedFrame> Symbolize(const ModuleInfo& module,
                                          uint64_t raw_address,
                                          AddressKind kind) override {
-    EXPECT_EQ(module.path, "/bin/app");
+    if (module.path != "/bin/app") return {};
     const uint64_t address =
         kind == AddressKind::kReturnAddress ? raw_address - 1 : raw_address;
     ++calls;
@@ -154,8 +155,9 @@ class ProcessProfilerTest : public ::testing::Test {
     ringfile::FileInfo info;
     info.pid = 4242;
     info.service_name = "test-service";
-    info.created_monotonic_ns = 0;
-    info.created_realtime_ns = kEpochUnixNs;
+    // The same clock mapping, whenever the ring was created.
+    info.created_monotonic_ns = static_cast<uint64_t>(ring_created_ns_);
+    info.created_realtime_ns = kEpochUnixNs + ring_created_ns_;
     ProcessProfiler profiler(info, options, &symbolizer_, &sink_);
     for (const auto& r : *records) profiler.OnRecord(r.view());
     profiler.Finish();
@@ -171,6 +173,7 @@ class ProcessProfilerTest : public ::testing::Test {
   }
 
   std::string path_;
+  int64_t ring_created_ns_ = 0;  // on the samples' clock
   ringfile::RingWriter writer_;
   FakeSymbolizer symbolizer_;
   CapturingSink sink_;
@@ -274,6 +277,23 @@ TEST_F(ProcessProfilerTest, WindowsAreWallClockAlignedAndLastIsPartial) {
   EXPECT_EQ(p.duration_nanos(), 10 * kSec);
 }
 
+TEST_F(ProcessProfilerTest, FirstWindowStartsWhenTheProcessWasProfiled) {
+  // A 1.4 s process whose ring appeared 3.5 s into a window: its profile
+  // covers its own time, not the window's start.
+  ring_created_ns_ = 3'500 * kMs;
+  Alloc(1, 3'600 * kMs, {kHot, kMain}, 100, 10);
+  Alloc(1, 4'900 * kMs, {kCold, kMain}, 200, 10);
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_EQ(memory[0]->from_unix_ns, kEpochUnixNs + 3'500 * kMs);
+  // Ends one tick after its last event (the pick at tick 4.91 s).
+  EXPECT_EQ(memory[0]->until_unix_ns, kEpochUnixNs + 4'920 * kMs);
+  Profile p;
+  ASSERT_TRUE(p.ParseFromString(memory[0]->pprof));
+  EXPECT_EQ(p.duration_nanos(), 1'420 * kMs);
+}
+
 TEST_F(ProcessProfilerTest, TickOnWindowBoundaryBelongsToLaterWindow) {
   // A sample 1 ns before the 10 s boundary wins ticks 9990 and 10000 ms
   // (10010 is 10 ms + 1 ns away): one tick in each window.
@@ -323,6 +343,23 @@ TEST_F(ProcessProfilerTest, AdvanceEmitsOnlyWindowsBehindTheWatermark) {
   }
   profiler.Finish();
   EXPECT_EQ(sink_.profiles.size(), 4u);
+}
+
+TEST_F(ProcessProfilerTest, AVdsoLinkedAtAKernelAddressIsNamedByFileOffset) {
+  // Some kernels link the vDSO at 0xffffffffff700000: pc - load_bias would
+  // read 0xffffffffff700a10. The name uses the offset into the image.
+  constexpr uint64_t kVdsoStart = 0x7fff'f000'0000;
+  ringfile::ModuleMap vdso = {};
+  vdso.start = kVdsoStart;
+  vdso.size = 0x2000;
+  vdso.load_bias = kVdsoStart - 0xffff'ffff'ff70'0000;
+  rt::AppendModuleMap(writer_, vdso, "linux-vdso.so.1", {});
+  Alloc(1, 100 * kMs, {kVdsoStart + 0xa11, kMain}, 100, 10);
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(Values(*memory[0], 1),
+              ElementsAre(Pair("main;linux-vdso.so.1+0xa10", 100)));
 }
 
 TEST_F(ProcessProfilerTest, UnresolvedFramesNameModuleOffsetAndKeepBuildId) {
