@@ -31,6 +31,8 @@ bool TakeTimingBudget(uint64_t now_ns) {
          static_cast<uint32_t>(SessionConfig().max_samples_per_sec);
 }
 
+std::atomic<AllocationStackHook> g_stack_hook{nullptr};
+
 uint64_t ThreadSeed() {
   return reinterpret_cast<uintptr_t>(&tls_thread_state) *
              0x9e3779b97f4a7c15ull ^
@@ -38,6 +40,10 @@ uint64_t ThreadSeed() {
 }
 
 }  // namespace
+
+void SetAllocationStackHook(AllocationStackHook hook) {
+  g_stack_hook.store(hook, std::memory_order_release);
+}
 
 __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   SamplerState& state = tls_thread_state.sampler;
@@ -93,6 +99,8 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   if (recorded && !decision.timing_only && FreeTrackingOn()) {
     RememberSampledAddress(sample.address);
   }
+  const AllocationStackHook hook = g_stack_hook.load(std::memory_order_acquire);
+  if (hook != nullptr) hook(frames, frame_count, truncated, decision.now_ns);
 
   FlushLostSamples();
   MaybeReemitModules(decision.now_ns);

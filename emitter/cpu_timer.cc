@@ -130,6 +130,29 @@ int ReadCpuHz() {
   return static_cast<int>(hz);
 }
 
+// RINGPROF_CPU_COVER: whether allocation samples may stand in for timer
+// signals (covered ticks, see CoverTick). auto: where a clock read is a
+// system call (gVisor), i.e. where signals are expensive round trips.
+enum class CoverMode { kAuto, kOn, kOff };
+
+CoverMode ReadCoverMode() {
+  const char* value = getenv("RINGPROF_CPU_COVER");
+  if (value == nullptr || *value == '\0' || strcmp(value, "auto") == 0) {
+    return CoverMode::kAuto;
+  }
+  if (strcmp(value, "1") == 0 || strcmp(value, "on") == 0)
+    return CoverMode::kOn;
+  if (strcmp(value, "0") == 0 || strcmp(value, "off") == 0) {
+    return CoverMode::kOff;
+  }
+  Line()
+      .Add("ringprof: ignoring RINGPROF_CPU_COVER='")
+      .Add(value)
+      .Add("' (expected auto, 1 or 0); using auto")
+      .Write();
+  return CoverMode::kAuto;
+}
+
 // RINGPROF_CPU_SIGNAL: a number in [SIGRTMIN, SIGRTMAX], or SIGRTMIN+n /
 // SIGRTMAX-n (also without the "SIG" prefix).
 int ReadCpuSignal() {
@@ -170,6 +193,12 @@ enum class State : int {
 std::atomic<State> g_state{State::kOff};
 int g_signal = 0;
 int64_t g_period_ns = 0;
+// Whether allocation samples cover ticks (RINGPROF_CPU_COVER, resolved).
+bool g_cover = false;
+// A covering thread's timer is re-armed to expire only after this many
+// periods, so that covers every period of wall time keep it from expiring
+// at all (gVisor's CPU clock moves in whole 10 ms steps).
+constexpr int64_t kCoverGracePeriods = 2;
 pid_t g_owner_pid = 0;  // the process whose timers the registry holds
 struct sigaction g_app_disposition;  // what was there before our handler
 
@@ -184,6 +213,8 @@ std::atomic<uint64_t> g_samples_dropped{0};
 std::atomic<uint64_t> g_samples_pc_only{0};
 std::atomic<uint64_t> g_threads_armed{0};
 std::atomic<uint64_t> g_threads_skipped{0};
+std::atomic<uint64_t> g_samples_covered{0};
+std::atomic<uint64_t> g_signals_ignored{0};
 std::atomic<bool> g_reported_backoff{false};
 std::atomic<bool> g_reported_arm_failure{false};
 
@@ -200,16 +231,28 @@ std::atomic<int64_t> g_registry[kMaxTimers];
 
 // Per-thread state, in initial-exec TLS (no __tls_get_addr, safe in a
 // signal handler). slot < 0: this thread has no timer.
+//
+// CPU times below are on the thread's CPU clock, relative to its value when
+// the timer was armed (cpu_origin_ns, read only where covers need it).
 struct ThreadTimer {
   int32_t slot;
   int32_t timer_id;
-  // CPU time the next expiry stands for: the first one comes after a
-  // spread-out fraction of a period (see ArmCurrentThread), later ones after
-  // a whole period.
+  int64_t cpu_origin_ns;
+  // CPU time up to which samples have accounted (nothing before it is ever
+  // counted again).
+  int64_t cursor_ns;
+  // CPU time of the timer's next expiry.
   int64_t next_expiry_ns;
+  // Covered ticks: the sample clock time from which the next allocation
+  // sample may cover (0: covers off for this thread), and when the last
+  // cover re-armed the timer (0: never).
+  uint64_t cover_due_ns;
+  uint64_t rearmed_at_ns;
+  // Non-zero while CoverTick runs: a timer signal arriving then is ignored.
+  volatile sig_atomic_t in_cover;
 };
 __thread ThreadTimer t_timer
-    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0};
+    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0, 0, 0, 0, 0, 0};
 
 // ---------------------------------------------------------------------------
 // Syscall wrappers (raw: glibc's timer_create keeps no state for
@@ -237,6 +280,13 @@ int TimerArm(int timer_id, int64_t first_ns, int64_t period_ns) {
 }
 
 void TimerDelete(int timer_id) { syscall(SYS_timer_delete, timer_id); }
+
+// The calling thread's CPU clock (a system call, also natively), or -1.
+int64_t ThreadCpuNs() {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 // ---------------------------------------------------------------------------
 // The real sigaction, past our interposer (see the end of this file).
@@ -288,16 +338,30 @@ int FindInterruptedFrame(const uint64_t* frames, int count, uintptr_t pc) {
 // in gVisor at its 10 ms clock steps; or the thread had it blocked) carries
 // the expiries it merged in si_overrun. So the weights add up to the
 // thread's CPU time up to its last expiry, without reading any clock.
+// Covers (CoverTick) read the clock and move the cursor; the cursor keeps
+// the two sources from counting any CPU time twice.
 uint64_t ExpiryWeightNs(const siginfo_t* info) {
-  const int overrun = info->si_overrun > 0 ? info->si_overrun : 0;
-  const uint64_t weight =
-      static_cast<uint64_t>(t_timer.next_expiry_ns) +
-      static_cast<uint64_t>(overrun) * static_cast<uint64_t>(g_period_ns);
-  t_timer.next_expiry_ns = g_period_ns;
-  return weight;
+  const int64_t overrun = info->si_overrun > 0 ? info->si_overrun : 0;
+  const int64_t expiry = t_timer.next_expiry_ns + overrun * g_period_ns;
+  t_timer.next_expiry_ns = expiry + g_period_ns;
+  if (expiry <= t_timer.cursor_ns) return 0;
+  const int64_t weight = expiry - t_timer.cursor_ns;
+  t_timer.cursor_ns = expiry;
+  return static_cast<uint64_t>(weight);
 }
 
-void RecordSample(void* ucontext, uint64_t period_ns) {
+// A signal of the timer's arming before the last cover, delivered after it
+// (gVisor delivers a signal that was pending when the timer was re-armed;
+// Linux drops it): the cover already counted its CPU time. No expiry of the
+// new arming can come this early: it needs kCoverGracePeriods of CPU, and
+// CPU time never runs faster than wall time.
+bool StaleAfterCover(uint64_t now_ns) {
+  return t_timer.rearmed_at_ns != 0 &&
+         now_ns - t_timer.rearmed_at_ns <
+             static_cast<uint64_t>(g_period_ns) / 2;
+}
+
+void RecordSample(void* ucontext, uint64_t now_ns, uint64_t period_ns) {
   uint64_t frames[kMaxSampleFrames + kHandlerFrameSlack];
   int max_frames = MaxFrames();
   if (max_frames > kMaxSampleFrames || max_frames <= 0) {
@@ -341,7 +405,7 @@ void RecordSample(void* ucontext, uint64_t period_ns) {
   }
 
   ringfile::CpuSample sample;
-  sample.monotonic_ns = MonotonicNowNs();
+  sample.monotonic_ns = now_ns;
   sample.tid = CurrentTid();
   sample.frame_count = static_cast<uint16_t>(count);
   sample.flags = flags;
@@ -360,9 +424,71 @@ void OnCpuTimerSignal(int /*signo*/, siginfo_t* info, void* ucontext) {
   if (info != nullptr && info->si_code == SI_TIMER &&
       info->si_value.sival_int == kTimerCookie && t_timer.slot >= 0 &&
       g_state.load(std::memory_order_relaxed) == State::kRunning && Enabled()) {
-    RecordSample(ucontext, ExpiryWeightNs(info));
+    const uint64_t now_ns = MonotonicNowNs();
+    if (t_timer.in_cover != 0 || StaleAfterCover(now_ns)) {
+      g_signals_ignored.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      const uint64_t weight = ExpiryWeightNs(info);
+      if (weight > 0) RecordSample(ucontext, now_ns, weight);
+    }
   }
   errno = saved_errno;
+}
+
+// Covered ticks (RINGPROF_CPU_COVER). Called with every allocation sample the
+// thread records. Once a period of wall time has passed since the thread's
+// last cover, the allocation's stack becomes a CpuSample worth the thread's
+// CPU time since its previous CPU sample (one clock read), and the timer is
+// re-armed to expire kCoverGracePeriods later (one timer_settime). A thread
+// whose allocation samples keep coming every period therefore takes no
+// timer signal at all: two system calls instead of a signal delivery and a
+// sigreturn, which in gVisor on the ptrace platform cost far more (an
+// interrupt of a running thread: tools/bench gvisor). A thread that stops
+// allocating gets its next expiry after the grace, worth the CPU since the
+// cover, and periodic signals from then on. The price: a covered tick is
+// charged to the allocation's stack, so code between allocations loses self
+// time to the allocation call sites (inclusive time per function is kept).
+void CoverTick(const uint64_t* frames, int count, bool truncated,
+               uint64_t now_ns) {
+  ThreadTimer& t = t_timer;
+  if (t.slot < 0 || t.cover_due_ns == 0 || now_ns < t.cover_due_ns ||
+      g_state.load(std::memory_order_relaxed) != State::kRunning) {
+    return;
+  }
+  t.in_cover = 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const int64_t cpu_abs = ThreadCpuNs();
+  if (cpu_abs < 0) {
+    t.cover_due_ns = 0;  // no clock: timer signals only
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t.in_cover = 0;
+    return;
+  }
+  const int64_t cpu = cpu_abs - t.cpu_origin_ns;
+  const int64_t weight = cpu > t.cursor_ns ? cpu - t.cursor_ns : 0;
+  if (cpu > t.cursor_ns) t.cursor_ns = cpu;
+  TimerArm(t.timer_id, kCoverGracePeriods * g_period_ns, g_period_ns);
+  t.next_expiry_ns = cpu + kCoverGracePeriods * g_period_ns;
+  const uint64_t after = MonotonicNowNs();
+  t.rearmed_at_ns = after;
+  t.cover_due_ns = after + static_cast<uint64_t>(g_period_ns);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t.in_cover = 0;
+  if (weight == 0 || count <= 0) return;
+
+  ringfile::CpuSample sample;
+  sample.monotonic_ns = now_ns;
+  sample.tid = CurrentTid();
+  sample.frame_count = static_cast<uint16_t>(count);
+  sample.flags = ringfile::kSampleAtAllocation |
+                 (truncated ? ringfile::kSampleTruncated : 0);
+  sample.cpu_period_ns = static_cast<uint64_t>(weight);
+  if (AppendRecord(ringfile::RecordType::kCpuSample, &sample, sizeof(sample),
+                   frames, static_cast<uint32_t>(count) * sizeof(uint64_t))) {
+    g_samples_covered.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    g_samples_dropped.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -425,7 +551,14 @@ void ArmCurrentThread() {
   const int64_t first_ns =
       1 + static_cast<int64_t>((static_cast<uint64_t>(tid) * 2654435761u) %
                                static_cast<uint64_t>(g_period_ns));
+  t_timer.cpu_origin_ns = g_cover ? ThreadCpuNs() : 0;
+  t_timer.cursor_ns = 0;
   t_timer.next_expiry_ns = first_ns;
+  t_timer.cover_due_ns = g_cover && t_timer.cpu_origin_ns >= 0
+                             ? MonotonicNowNs() + g_period_ns
+                             : 0;
+  t_timer.rearmed_at_ns = 0;
+  t_timer.in_cover = 0;
   t_timer.timer_id = timer_id;
   t_timer.slot = slot;
   TimerArm(timer_id, first_ns, g_period_ns);
@@ -512,6 +645,9 @@ void CpuTimerInit() {
   g_signal = ReadCpuSignal();
   if (hz == 0 || !Enabled()) return;
   g_period_ns = 1000000000 / hz;
+  const CoverMode cover = ReadCoverMode();
+  g_cover = cover == CoverMode::kOn ||
+            (cover == CoverMode::kAuto && ClockReadIsSystemCall());
 
   struct sigaction current;
   if (NextSigaction()(g_signal, nullptr, &current) != 0) return;
@@ -544,6 +680,7 @@ void CpuTimerInit() {
   g_owner_pid = getpid();
   if (NextSigaction()(g_signal, &action, nullptr) != 0) return;
   g_state.store(State::kRunning, std::memory_order_release);
+  if (g_cover) SetAllocationStackHook(&CoverTick);
   ArmCurrentThread();
 }
 
@@ -605,6 +742,9 @@ CpuTimerStats GetCpuTimerStats() {
   stats.samples_pc_only = g_samples_pc_only.load(std::memory_order_relaxed);
   stats.threads_armed = g_threads_armed.load(std::memory_order_relaxed);
   stats.threads_skipped = g_threads_skipped.load(std::memory_order_relaxed);
+  stats.cover = g_cover;
+  stats.samples_covered = g_samples_covered.load(std::memory_order_relaxed);
+  stats.signals_ignored = g_signals_ignored.load(std::memory_order_relaxed);
   return stats;
 }
 

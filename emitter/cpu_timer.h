@@ -61,6 +61,9 @@ struct CpuTimerStats {
   uint64_t samples_pc_only = 0;  // stack reduced to the interrupted pc
   uint64_t threads_armed = 0;
   uint64_t threads_skipped = 0;  // signal blocked, or timer_create failed
+  bool cover = false;            // allocation samples cover ticks
+  uint64_t samples_covered = 0;  // CpuSamples taken at allocation samples
+  uint64_t signals_ignored = 0;  // stale signals of a re-armed timer
 };
 CpuTimerStats GetCpuTimerStats();
 

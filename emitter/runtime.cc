@@ -52,6 +52,8 @@ std::atomic<bool> g_enabled{false};
 // never samples — most short-lived ones, a fork child that only execs —
 // leaves no file and pays nothing for one.
 std::atomic<bool> g_ring_pending{false};
+// Threads creating the pending file right now (see OpenPendingRing).
+std::atomic<int> g_ring_opening{0};
 Config g_config;
 SamplerParams g_sampler_params;
 char g_executable[1024];
@@ -264,7 +266,8 @@ void RecordMainThreadStack() {
 
 bool Enabled() {
   return g_enabled.load(std::memory_order_acquire) ||
-         g_ring_pending.load(std::memory_order_relaxed);
+         g_ring_pending.load(std::memory_order_relaxed) ||
+         g_ring_opening.load(std::memory_order_acquire) > 0;
 }
 
 namespace {
@@ -291,12 +294,18 @@ bool CreatesRing(ringfile::RecordType type) {
 // inside a module-table update (a CPU-timer signal), the table is recorded
 // by the next sampled path instead.
 bool OpenPendingRing() {
+  // Enabled() stays true while the winner creates the file: a thread that
+  // starts meanwhile must still be set up (stack bounds, CPU timer).
+  g_ring_opening.fetch_add(1, std::memory_order_acq_rel);
   if (!g_ring_pending.exchange(false, std::memory_order_acq_rel)) {
+    g_ring_opening.fetch_sub(1, std::memory_order_acq_rel);
     return false;
   }
   ReentryGuard guard;
-  if (!OpenRing()) return false;
-  g_enabled.store(true, std::memory_order_release);
+  const bool opened = OpenRing();
+  if (opened) g_enabled.store(true, std::memory_order_release);
+  g_ring_opening.fetch_sub(1, std::memory_order_acq_rel);
+  if (!opened) return false;
   if (!TryEmitAllModules()) RequestModuleReemit();
   return true;
 }
@@ -326,6 +335,10 @@ uint32_t CurrentTid() {
 uint64_t MonotonicNowNs() { return SampleClockNowNs(); }
 
 int MaxFrames() { return g_config.max_frames; }
+
+bool ClockReadIsSystemCall() {
+  return GetSampleClockInfo().clock_read_ns >= kSlowClockReadNs;
+}
 
 const Config& SessionConfig() { return g_config; }
 const char* ExecutablePath() { return g_executable; }

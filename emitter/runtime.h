@@ -44,6 +44,22 @@ int CaptureStack(uint64_t* frames, int max_frames, int skip, bool* truncated);
 // Configured maximum stack depth (RINGPROF_MAX_FRAMES).
 int MaxFrames();
 
+// Whether reading CLOCK_MONOTONIC left user space when measured at start
+// (a system call: gVisor, and hosts whose vDSO cannot read the clock), i.e.
+// whether system calls and signals are the expensive round trips a sandbox
+// makes them.
+bool ClockReadIsSystemCall();
+
+// Lets the CPU-timer sampler see every recorded allocation sample's stack
+// (innermost frame: the interposed allocation entry point) and the sample's
+// time, so that an allocating thread's samples can stand in for its timer
+// signals (cpu_timer.cc, "covered ticks"). Set once, before threads sample;
+// the hook runs inside malloc under the emitter's re-entry guard and must
+// keep this header's contract.
+using AllocationStackHook = void (*)(const uint64_t* frames, int count,
+                                     bool truncated, uint64_t now_ns);
+void SetAllocationStackHook(AllocationStackHook hook);
+
 }  // namespace emitter
 }  // namespace ringprof
 

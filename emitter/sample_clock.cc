@@ -25,8 +25,6 @@ namespace ringprof {
 namespace emitter {
 namespace {
 
-// A clock read slower than this is not a vDSO read: it left user space.
-constexpr uint64_t kSlowClockNs = 1000;
 // Extrapolate at most this far from an anchor before taking a new one.
 constexpr uint64_t kRecalibrateNs = 50 * 1000 * 1000;
 // Do not trust a rate measured over less than this.
@@ -154,7 +152,7 @@ void SampleClockInit() {
   for (int i = 0; i < kReads; ++i) ClockNs();
   g_clock_read_ns = (ClockNs() - start) / (kReads + 1);
 #if defined(__x86_64__)
-  if (g_clock_read_ns < kSlowClockNs || !TscUsable()) return;
+  if (g_clock_read_ns < kSlowClockReadNs || !TscUsable()) return;
   // The narrowest of a few brackets is the most precise origin.
   g_origin = TakeAnchor();
   for (int i = 0; i < 3; ++i) {

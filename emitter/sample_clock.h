@@ -32,6 +32,9 @@ namespace emitter {
 void SampleClockInit();
 uint64_t SampleClockNowNs();
 
+// A clock read slower than this is not a vDSO read: it left user space.
+inline constexpr uint64_t kSlowClockReadNs = 1000;
+
 // For tests and diagnostics: whether timestamps come from the TSC, and the
 // measured cost of one clock_gettime at init.
 struct SampleClockInfo {

@@ -148,6 +148,11 @@ inline constexpr uint16_t kSampleTruncated = 1u << 0;  // deeper than captured
 // A weight-0 AllocSample taken only so that busy threads have a sample near
 // every tick; use it for tick picking, never in allocation profiles.
 inline constexpr uint16_t kSampleTimingOnly = 1u << 1;
+// A CpuSample taken at an allocation sample of the same thread instead of at
+// a timer signal (the emitter's "covered ticks"); its stack is the
+// allocation's and its weight the thread CPU time since the previous
+// CpuSample, like any other.
+inline constexpr uint16_t kSampleAtAllocation = 1u << 2;
 
 // Payloads: fixed part, then a variable tail. frames[0] is the leaf (the
 // innermost return address); all frames are absolute instruction addresses.

@@ -108,10 +108,11 @@ class PrintingVisitor : public RecordVisitor {
         auto r = DecodeCpuSample(record);
         if (!r.ok()) return Bad(r);
         return absl::StrFormat(
-            "%s CpuSample tid=%u period=%uns frames=%u%s%s",
+            "%s CpuSample tid=%u period=%uns frames=%u%s%s%s",
             Time(r->head.monotonic_ns), r->head.tid, r->head.cpu_period_ns,
             r->head.frame_count,
             (r->head.flags & kSampleTruncated) ? " truncated" : "",
+            (r->head.flags & kSampleAtAllocation) ? " at_allocation" : "",
             Frames(r->frames));
       }
       case RecordType::kFreeSampled: {
