@@ -63,7 +63,7 @@ ProfileSpec MemoryProfileSpec() {
   return spec;
 }
 
-PprofBuilder::PprofBuilder(ProfileSpec spec, ProfileLimits limits)
+PprofBuilder::PprofBuilder(ProfileSpec spec, PyroscopeLimits limits)
     : spec_(std::move(spec)), limits_(limits) {
   limits_.max_samples = std::max<size_t>(limits_.max_samples, 1);
   limits_.max_frames = std::max<size_t>(limits_.max_frames, 2);

@@ -28,6 +28,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "collector/profile/pprof_validate.h"
 #include "proto/profile.pb.h"
 
 namespace ringprof {
@@ -47,17 +48,6 @@ struct ProfileSpec {
   // Index into sample_types that orders samples when trimming (the largest
   // are kept) and that flame graphs show by default.
   int primary_value = 0;
-};
-
-// Pyroscope's ingestion limits (defaults of its distributor).
-struct ProfileLimits {
-  size_t max_samples = 16000;
-  size_t max_bytes = 4u << 20;  // serialized, uncompressed
-  size_t max_frames = 1000;
-  // Longest string-table entry (max_profile_symbol_value_length): Pyroscope
-  // cuts longer ones itself, possibly inside a UTF-8 character, and then
-  // refuses the profile.
-  size_t max_string_bytes = 65535;
 };
 
 // The profile kinds the collector produces.
@@ -87,7 +77,7 @@ class PprofBuilder {
   using MappingId = uint32_t;   // 0 = no mapping
   using LocationId = uint32_t;  // builder-internal, >= 1
 
-  explicit PprofBuilder(ProfileSpec spec, ProfileLimits limits = {});
+  explicit PprofBuilder(ProfileSpec spec, PyroscopeLimits limits = {});
 
   const ProfileSpec& spec() const { return spec_; }
 
@@ -138,7 +128,7 @@ class PprofBuilder {
   std::vector<size_t> SamplesByPrimaryValue() const;
 
   ProfileSpec spec_;
-  ProfileLimits limits_;
+  PyroscopeLimits limits_;
   LocationId trimmed_location_ = 0;
   LocationId truncated_location_ = 0;
 

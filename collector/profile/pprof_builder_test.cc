@@ -80,7 +80,7 @@ TEST(PprofBuilderTest, ProducesValidCpuProfileWithMappingsAndInlines) {
 }
 
 TEST(PprofBuilderTest, TrimsSmallestStacksIntoOneSampleKeepingTotals) {
-  ProfileLimits limits;
+  PyroscopeLimits limits;
   limits.max_samples = 100;
   PprofBuilder b(MemoryProfileSpec(), limits);
   int64_t total_bytes = 0;
@@ -118,7 +118,7 @@ TEST(PprofBuilderTest, DefaultSampleLimitHoldsForManyDistinctStacks) {
 }
 
 TEST(PprofBuilderTest, ByteLimitTrimsUntilTheProfileFits) {
-  ProfileLimits limits;
+  PyroscopeLimits limits;
   limits.max_bytes = 64 << 10;
   PprofBuilder b(CpuProfileSpec(10'000'000), limits);
   std::vector<PprofBuilder::LocationId> stack;
@@ -178,8 +178,43 @@ TEST(PprofBuilderTest, ValidatorRejectsWhatPyroscopeRejects) {
   EXPECT_FALSE(ValidatePprof(p).ok());
 }
 
+TEST(PprofBuilderTest, ValidatorChecksTheIngestionWindowAndSampleLabels) {
+  constexpr int64_t kNow = int64_t{1'700'000'000} * 1'000'000'000;
+  constexpr int64_t kMinute = int64_t{60} * 1'000'000'000;
+  ProfileSpec spec = CpuProfileSpec(10'000'000);
+  spec.time_nanos = kNow - 5 * kMinute;
+  PprofBuilder b(spec);
+  b.AddSample({Fn(b, 0, 1, "f")}, {1});
+  Profile good = b.Build();
+  ASSERT_TRUE(ValidatePprof(good, {}, kNow).ok());
+
+  Profile p = good;
+  p.set_time_nanos(kNow - 61 * kMinute);
+  EXPECT_TRUE(absl::IsOutOfRange(ValidatePprof(p, {}, kNow)));
+  EXPECT_TRUE(ValidatePprof(p).ok()) << "no window without a clock";
+  p.set_time_nanos(kNow + 11 * kMinute);
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidatePprof(p, {}, kNow)));
+
+  p = good;
+  PyroscopeLimits limits;
+  limits.max_sample_labels = 1;
+  for (int i = 0; i < 2; ++i) p.mutable_sample(0)->add_label()->set_key(0);
+  EXPECT_THAT(ValidatePprof(p, limits).message(), HasSubstr("labels"));
+  p.mutable_sample(0)->mutable_label(0)->set_key(9999);
+  EXPECT_THAT(ValidatePprof(p).message(), HasSubstr("label string index"));
+
+  const std::string bytes = good.SerializeAsString();
+  absl::StatusOr<Profile> parsed = ParseAndValidatePprof(bytes, {}, kNow);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->time_nanos(), spec.time_nanos);
+  limits = {};
+  limits.max_bytes = bytes.size() - 1;
+  EXPECT_FALSE(ParseAndValidatePprof(bytes, limits, kNow).ok());
+  EXPECT_FALSE(ParseAndValidatePprof("\xff\xff\xff", {}, kNow).ok());
+}
+
 TEST(PprofBuilderTest, WorkloadBytesBecomeValidUtf8ThatSurvivesParsing) {
-  ProfileLimits limits;
+  PyroscopeLimits limits;
   limits.max_string_bytes = 64;
   PprofBuilder b(CpuProfileSpec(10'000'000), limits);
   MappingSpec m;

@@ -16,7 +16,7 @@ absl::Status Invalid(absl::string_view what) {
 }  // namespace
 
 absl::Status ValidatePprof(const perftools::profiles::Profile& p,
-                           const ProfileLimits& limits) {
+                           const PyroscopeLimits& limits, int64_t now_unix_ns) {
   const int64_t strings = p.string_table_size();
   if (strings == 0 || !p.string_table(0).empty()) {
     return Invalid("string_table[0] must be the empty string");
@@ -96,8 +96,46 @@ absl::Status ValidatePprof(const perftools::profiles::Profile& p,
       if (!locations.contains(id))
         return Invalid("sample has unknown location");
     }
+    if (static_cast<size_t>(s.label_size()) > limits.max_sample_labels) {
+      return Invalid(absl::StrCat("a sample has ", s.label_size(),
+                                  " labels; limit ", limits.max_sample_labels));
+    }
+    for (const auto& label : s.label()) {
+      if (!string_ok(label.key()) || !string_ok(label.str()) ||
+          !string_ok(label.num_unit())) {
+        return Invalid("sample label string index out of range");
+      }
+    }
+  }
+  if (now_unix_ns != 0 && p.time_nanos() != 0) {
+    if (p.time_nanos() < now_unix_ns - limits.max_age_ns) {
+      return absl::OutOfRangeError(
+          absl::StrCat("profile time ", p.time_nanos(),
+                       " is older than Pyroscope's ingestion window"));
+    }
+    if (p.time_nanos() > now_unix_ns + limits.max_future_ns) {
+      return Invalid(absl::StrCat("time_nanos ", p.time_nanos(),
+                                  " is too far in the future"));
+    }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<perftools::profiles::Profile> ParseAndValidatePprof(
+    absl::string_view serialized, const PyroscopeLimits& limits,
+    int64_t now_unix_ns) {
+  if (serialized.size() > limits.max_bytes) {
+    return Invalid(
+        absl::StrCat(serialized.size(), " bytes > ", limits.max_bytes));
+  }
+  perftools::profiles::Profile p;
+  if (!p.ParseFromArray(serialized.data(),
+                        static_cast<int>(serialized.size()))) {
+    return Invalid("cannot parse");
+  }
+  absl::Status valid = ValidatePprof(p, limits, now_unix_ns);
+  if (!valid.ok()) return valid;
+  return p;
 }
 
 }  // namespace collector

@@ -59,7 +59,7 @@ struct ProcessProfilerOptions {
   // Record ticks at which no thread had a sample as "[no sample]".
   bool idle_frame = false;
   int64_t window_ns = 10'000'000'000;
-  ProfileLimits limits;
+  PyroscopeLimits limits;
   // Extra series labels (e.g. from --tags), added to every window.
   std::vector<std::pair<std::string, std::string>> extra_labels;
   // Budget of this process's stacks, locations and window aggregates; once

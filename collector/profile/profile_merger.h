@@ -18,7 +18,7 @@ namespace collector {
 
 class ProfileMerger {
  public:
-  explicit ProfileMerger(ProfileLimits limits = {}) : limits_(limits) {}
+  explicit ProfileMerger(PyroscopeLimits limits = {}) : limits_(limits) {}
 
   // InvalidArgument when `profile`'s sample types differ from the first
   // profile's, or its ids are dangling.
@@ -29,7 +29,7 @@ class ProfileMerger {
   perftools::profiles::Profile Build() const;
 
  private:
-  ProfileLimits limits_;
+  PyroscopeLimits limits_;
   std::unique_ptr<PprofBuilder> builder_;
   ProfileSpec spec_;
   int64_t end_nanos_ = 0;

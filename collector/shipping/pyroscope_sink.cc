@@ -223,8 +223,8 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
                           options_.max_request_bytes,
                           " bytes (Pyroscope's ingestion burst)"));
   }
-  absl::StatusOr<ProfileFacts> facts =
-      ValidateProfile(profile.pprof, UnixNowNs(), options_.limits);
+  absl::StatusOr<perftools::profiles::Profile> facts =
+      ParseAndValidatePprof(profile.pprof, options_.limits, UnixNowNs());
   if (!facts.ok()) {
     if (!absl::IsOutOfRange(facts.status())) {
       return invalid("invalid-pprof", facts.status().message());
@@ -245,7 +245,7 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
   record->set_id(NewUuidV4());
   record->set_from_unix_ns(profile.from_unix_ns);
   record->set_until_unix_ns(profile.until_unix_ns);
-  record->set_time_nanos(facts->time_nanos);
+  record->set_time_nanos(facts->time_nanos());
   return true;
 }
 

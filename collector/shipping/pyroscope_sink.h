@@ -55,10 +55,10 @@
 #include "absl/status/statusor.h"
 #include "collector/base/clock.h"
 #include "collector/base/log.h"
+#include "collector/profile/pprof_validate.h"
 #include "collector/shipping/backlog.h"
 #include "collector/shipping/http_uploader.h"
 #include "collector/shipping/labels.h"
-#include "collector/shipping/pprof_validation.h"
 #include "collector/shipping/request_budget.h"
 #include "collector/sink/sink.h"
 
@@ -93,7 +93,7 @@ struct PyroscopeSinkOptions {
   // Bound on one request as Pyroscope's rate limiter counts it (labels +
   // uncompressed pprof): its default ingestion_burst_size_mb.
   size_t max_request_bytes = size_t{2} << 20;
-  ProfileLimits limits;
+  PyroscopeLimits limits;
   // A backlog profile is sent only if it is still this far inside the
   // ingestion window (transit time, clock skew).
   int64_t expiry_margin_ns = int64_t{60} * 1000000000;

@@ -55,7 +55,7 @@ absl::StatusOr<std::string> FitProfile(const std::string& pprof,
   if (!p.ParseFromString(pprof) || p.sample_type_size() == 0) {
     return absl::InvalidArgumentError("cannot parse the profile to trim it");
   }
-  ProfileLimits limits;
+  PyroscopeLimits limits;
   limits.max_bytes = max_bytes;
   limits.max_frames = SIZE_MAX;  // already within Pyroscope's depth
   PprofBuilder builder(SpecOf(p), limits);

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "collector/base/metrics.h"
+#include "collector/profile/pprof_validate.h"
 #include "collector/shipping/backlog.h"
 #include "collector/shipping/codec.h"
 #include "collector/shipping/http_uploader.h"
-#include "collector/shipping/pprof_validation.h"
 #include "collector/shipping/pyroscope_sink.h"
 #include "collector/shipping/testing/receiver_fixture.h"
 #include "collector/shipping/testing/synthetic_profiles.h"
@@ -78,7 +78,7 @@ int Main() {
   const double encode_start = ProcessCpuSeconds();
   for (const auto& window : windows) {
     for (const auto& p : window) {
-      if (!ValidateProfile(p.pprof, UnixNowNs()).ok()) return 2;
+      if (!ParseAndValidatePprof(p.pprof, {}, UnixNowNs()).ok()) return 2;
       SpoolRecord r;
       r.set_pprof(p.pprof);
       r.set_id(NewUuidV4());
