@@ -54,6 +54,10 @@ ABSL_FLAG(std::vector<std::string>, symbols_dir, {},
           "(.build-id/ab/cdef....debug).");
 ABSL_FLAG(bool, debuginfod, true,
           "Fetch debug info from debuginfod when DEBUGINFOD_URLS is set.");
+ABSL_FLAG(bool, symbolize, true,
+          "false: do not symbolize; every frame keeps only its address and "
+          "mapping (file, offset, build-id) for a symbolizer on the server "
+          "(Pyroscope's, pprof's).");
 ABSL_FLAG(int64_t, symbols_cache_mib, 512,
           "Memory budget of the symbolizer (symbol indexes, DWARF read into "
           "memory, cached results), MiB; least recently used modules are "
@@ -180,6 +184,7 @@ absl::StatusOr<CollectorOptions> CollectorOptionsFromFlags() {
   options.profiler.max_distance_ns = absl::ToInt64Nanoseconds(max_distance);
   options.profiler.idle_frame = absl::GetFlag(FLAGS_idle_frame);
   options.profiler.window_ns = absl::ToInt64Nanoseconds(window);
+  options.profiler.unresolved_without_lines = !absl::GetFlag(FLAGS_symbolize);
   const int64_t queued = absl::GetFlag(FLAGS_max_queued_records);
   if (queued < 1024) {
     return absl::InvalidArgumentError("--max-queued-records must be >= 1024");

@@ -402,8 +402,11 @@ int RunCommand(const std::vector<std::string>& command) {
     LogError(child.status().message());
     return 127;
   }
+  // --symbolize=false: frames stay addresses for the server to resolve.
   std::unique_ptr<Symbolizer> symbolizer =
-      Symbolizer::Create(*symbolizer_options);
+      options->profiler.unresolved_without_lines
+          ? nullptr
+          : Symbolizer::Create(*symbolizer_options);
   Collector collector(*options, symbolizer.get(), sinks->tee.get());
   absl::Status started = collector.Start();
   if (!started.ok()) return Fail(started);  // the supervisor stops the command
@@ -444,8 +447,11 @@ int CollectCommand() {
   if (!state_dir.ok()) return Fail(state_dir.status());
   options->drainer.state_dir = *state_dir;
   BlockForwardedSignals();
+  // --symbolize=false: frames stay addresses for the server to resolve.
   std::unique_ptr<Symbolizer> symbolizer =
-      Symbolizer::Create(*symbolizer_options);
+      options->profiler.unresolved_without_lines
+          ? nullptr
+          : Symbolizer::Create(*symbolizer_options);
   Collector collector(*options, symbolizer.get(), sinks->tee.get());
   absl::Status started = collector.Start();
   if (!started.ok()) return Fail(started);

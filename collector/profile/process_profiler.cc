@@ -598,7 +598,7 @@ PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
   for (LineSpec& line : lines) {
     if (line.function.empty()) line.function = "[unknown]";
   }
-  if (!resolved) {
+  if (!resolved && (module == nullptr || !options_.unresolved_without_lines)) {
     // Unresolved: name it so a person (or addr2line) can still place it.
     lines.push_back({module != nullptr
                          ? absl::StrFormat("%s+0x%x", Basename(module->path),

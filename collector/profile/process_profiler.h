@@ -73,6 +73,12 @@ struct ProcessProfilerOptions {
   int64_t max_past_ns = 3600'000'000'000;
   // The collector's wall clock for that check (null: the real clock).
   int64_t (*now_unix_ns)() = nullptr;
+  // Frames in a module that the symbolizer did not resolve (every frame
+  // without a symbolizer) get no line at all: the location keeps its
+  // address and mapping (file, offset, build-id) for a symbolizer on the
+  // server (Pyroscope's, pprof's). Otherwise they are named
+  // "module+0xoffset".
+  bool unresolved_without_lines = false;
 };
 
 // How far a profiler has delivered its process's records, for a successor

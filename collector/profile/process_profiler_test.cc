@@ -376,6 +376,32 @@ TEST_F(ProcessProfilerTest, UnresolvedFramesNameModuleOffsetAndKeepBuildId) {
   EXPECT_EQ(p.string_table(p.mapping(0).filename()), "/bin/app");
 }
 
+TEST_F(ProcessProfilerTest, UnresolvedWithoutLinesLeavesFramesToTheServer) {
+  // --symbolize=false (or a frame the symbolizer could not resolve): the
+  // location keeps address and mapping only, so a symbolizer on the server
+  // (Pyroscope's) sees it as unsymbolized; resolved frames keep their lines.
+  Alloc(1, 100 * kMs, {kUnknownInModule, 0x7000'0000, kMain}, 100, 10);
+  ProcessProfilerOptions options;
+  options.unresolved_without_lines = true;
+  Run(options);
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  Profile p;
+  ASSERT_TRUE(p.ParseFromString(memory[0]->pprof));
+  EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
+  ASSERT_EQ(p.sample_size(), 1);
+  ASSERT_EQ(p.sample(0).location_id_size(), 3);
+  const auto& unknown = p.location(p.sample(0).location_id(0) - 1);
+  EXPECT_EQ(unknown.address(), kUnknownInModule);
+  EXPECT_EQ(unknown.line_size(), 0);
+  ASSERT_NE(unknown.mapping_id(), 0u);
+  const auto& mapping = p.mapping(unknown.mapping_id() - 1);
+  EXPECT_EQ(p.string_table(mapping.build_id()), "abcd01");
+  // Outside every module: no mapping for a server to use, so it is named.
+  EXPECT_EQ(p.location(p.sample(0).location_id(1) - 1).line_size(), 1);
+  EXPECT_EQ(p.location(p.sample(0).location_id(2) - 1).line_size(), 1);
+}
+
 TEST_F(ProcessProfilerTest, EachAddressIsSymbolizedOnce) {
   for (int i = 0; i < 100; ++i) {
     Alloc(1 + i % 4, (100 + 7 * i) * kMs, {kHot, kMain}, 100, 10);
