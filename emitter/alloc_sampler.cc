@@ -96,6 +96,11 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   const bool recorded = AppendRecord(
       ringfile::RecordType::kAllocSample, &sample, sizeof(sample), frames,
       static_cast<uint32_t>(sizeof(uint64_t) * frame_count));
+  if (!recorded && !decision.timing_only) {
+    // Not in the file (another thread is creating it right now, or the
+    // slot was busy): its weight still counts, as a LostSamples record.
+    CountLostSample(decision.weight_bytes);
+  }
   if (recorded && !decision.timing_only && FreeTrackingOn()) {
     RememberSampledAddress(sample.address);
   }

@@ -206,6 +206,12 @@ int CreateRingFile(RingWriter* writer) {
       break;
     }
     options.path = path.c_str();
+    // A taken name is skipped before the file is made (Create would find
+    // out only after sizing and mapping it).
+    if (faccessat(AT_FDCWD, options.path, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+      error = EEXIST;
+      continue;
+    }
     error = writer->Create(options);
   }
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
@@ -417,10 +423,15 @@ void RestartSessionInForkChild() {
   tls_thread_state.name_generation = 0;
   g_lost_samples.store(0, std::memory_order_relaxed);
   g_lost_weight.store(0, std::memory_order_relaxed);
-  if (!g_enabled.load(std::memory_order_acquire)) return;
+  // On in the parent: file open, pending, or being created by a thread
+  // that does not exist here (so the child starts its own from scratch).
+  const bool on = g_enabled.load(std::memory_order_acquire) ||
+                  g_ring_pending.load(std::memory_order_relaxed) ||
+                  g_ring_opening.load(std::memory_order_relaxed) > 0;
   g_enabled.store(false, std::memory_order_release);
-  g_writer->Close();  // the child's mapping only; the parent's stays
-  g_ring_pending.store(true, std::memory_order_release);
+  g_ring_opening.store(0, std::memory_order_relaxed);
+  if (g_writer != nullptr) g_writer->Close();  // the child's mapping only
+  g_ring_pending.store(on, std::memory_order_release);
 }
 
 }  // namespace emitter

@@ -88,6 +88,104 @@ class WordStreamWriter {
   unsigned pending_bytes_ = 0;
 };
 
+// MakeFile's "no unnamed file here": O_TMPFILE unsupported by the
+// filesystem, the directory path too long for the stack buffer, or no /proc
+// to link through. Not an errno value.
+constexpr int kUnnamedUnsupported = -1;
+
+// An unnamed file in `path`'s directory (O_TMPFILE), or -1.
+int OpenUnnamed(const char* path, uint32_t mode) {
+  char dir[1024];
+  const char* slash = strrchr(path, '/');
+  if (slash == nullptr) return open(".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+  const size_t n = slash == path ? 1 : static_cast<size_t>(slash - path);
+  if (n >= sizeof(dir)) return -1;
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+}
+
+// Gives the unnamed file `fd` its name. linkat never replaces or follows
+// anything at `path` (EEXIST), like O_CREAT|O_EXCL|O_NOFOLLOW.
+int LinkUnnamed(int fd, const char* path) {
+  char proc_path[32] = "/proc/self/fd/";
+  char digits[12];
+  int n = 0;
+  unsigned value = static_cast<unsigned>(fd);
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0);
+  char* p = proc_path + strlen(proc_path);
+  while (n > 0) *p++ = digits[--n];
+  *p = '\0';
+  if (linkat(AT_FDCWD, proc_path, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
+    return 0;
+  }
+  return errno == ENOENT ? kUnnamedUnsupported : errno;
+}
+
+// The header of a fresh file (zero-filled: every counter and slot sequence
+// already reads 0); `ready` last.
+void InitHeader(uint8_t* base, uint64_t file_size, uint32_t slots_per_ring,
+                const WriterOptions& options) {
+  FileHeader* header = reinterpret_cast<FileHeader*>(base);
+  memcpy(header->magic, kMagic, sizeof(kMagic));
+  header->version = kFormatVersion;
+  header->header_size = kHeaderSize;
+  header->file_size = file_size;
+  header->ring_count = options.ring_count;
+  header->slots_per_ring = slots_per_ring;
+  header->slot_size = options.slot_size;
+  header->control_offset = kHeaderSize;
+  header->slots_offset = SlotsOffsetFor(options.ring_count);
+  header->pid =
+      options.pid != 0 ? options.pid : static_cast<uint32_t>(getpid());
+  header->process_start_ticks = options.process_start_ticks;
+  header->created_monotonic_ns = ClockNs(CLOCK_MONOTONIC);
+  header->created_realtime_ns = ClockNs(CLOCK_REALTIME);
+  CopyPadded(header->service_name, kServiceNameSize, options.service_name);
+  CopyPadded(header->executable, kExecutableSize, options.executable);
+  header->ready.store(kReadyMagic, std::memory_order_release);
+}
+
+// Creates, sizes, maps and initialises the file; *base on success. Returns
+// 0, an errno value, or kUnnamedUnsupported (nothing left behind).
+int MakeFile(const WriterOptions& options, uint64_t file_size,
+             uint32_t slots_per_ring, bool unnamed, void** base_out) {
+  const int fd = unnamed
+                     ? OpenUnnamed(options.path, options.mode)
+                     : open(options.path,
+                            O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            options.mode);
+  if (fd < 0) return unnamed ? kUnnamedUnsupported : errno;
+  // Reserve the blocks now: on a full disk or tmpfs this fails here, instead
+  // of as SIGBUS in the middle of an append.
+  int err = posix_fallocate(fd, 0, static_cast<off_t>(file_size));
+  void* base = MAP_FAILED;
+  if (err == 0) {
+    // MAP_POPULATE: fault every page in now, so that no append (inside
+    // malloc, or in a signal handler) ever enters the kernel for a page
+    // fault; under gVisor a fault costs microseconds.
+    base = mmap(nullptr, file_size, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (base == MAP_FAILED) err = errno;
+  }
+  if (err == 0) {
+    InitHeader(static_cast<uint8_t*>(base), file_size, slots_per_ring, options);
+    // Published complete: readers never see it half-made.
+    if (unnamed) err = LinkUnnamed(fd, options.path);
+  }
+  close(fd);
+  if (err != 0) {
+    if (base != MAP_FAILED) munmap(base, file_size);
+    if (!unnamed) unlink(options.path);
+    return err;
+  }
+  *base_out = base;
+  return 0;
+}
+
 }  // namespace
 
 RingWriter::~RingWriter() { Close(); }
@@ -108,27 +206,14 @@ int RingWriter::Create(const WriterOptions& options) {
       FileSizeFor(options.ring_count, slots_per_ring, options.slot_size);
   if (file_size > kMaxFileSize) return EFBIG;
 
-  int fd =
-      open(options.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-           options.mode);
-  if (fd < 0) return errno;
-  // Reserve the blocks now: on a full disk or tmpfs this fails here, instead
-  // of as SIGBUS in the middle of an append.
-  int err = posix_fallocate(fd, 0, static_cast<off_t>(file_size));
-  void* base = MAP_FAILED;
-  if (err == 0) {
-    // MAP_POPULATE: fault every page in now, so that no append (inside
-    // malloc, or in a signal handler) ever enters the kernel for a page
-    // fault; under gVisor a fault costs microseconds.
-    base = mmap(nullptr, file_size, PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_POPULATE, fd, 0);
-    if (base == MAP_FAILED) err = errno;
+  void* base = nullptr;
+  int err =
+      MakeFile(options, file_size, slots_per_ring, /*unnamed=*/true, &base);
+  if (err == kUnnamedUnsupported) {
+    err =
+        MakeFile(options, file_size, slots_per_ring, /*unnamed=*/false, &base);
   }
-  close(fd);
-  if (err != 0) {
-    unlink(options.path);
-    return err;
-  }
+  if (err != 0) return err;
 
   base_ = static_cast<uint8_t*>(base);
   size_ = file_size;
@@ -138,26 +223,6 @@ int RingWriter::Create(const WriterOptions& options) {
   ring_count_ = options.ring_count;
   slots_per_ring_ = slots_per_ring;
   slot_size_ = options.slot_size;
-
-  // The file is fresh (O_EXCL) and therefore zero-filled: every counter and
-  // slot sequence already reads 0. Fill the header, then publish it.
-  memcpy(header_->magic, kMagic, sizeof(kMagic));
-  header_->version = kFormatVersion;
-  header_->header_size = kHeaderSize;
-  header_->file_size = file_size;
-  header_->ring_count = ring_count_;
-  header_->slots_per_ring = slots_per_ring_;
-  header_->slot_size = slot_size_;
-  header_->control_offset = kHeaderSize;
-  header_->slots_offset = SlotsOffsetFor(ring_count_);
-  header_->pid =
-      options.pid != 0 ? options.pid : static_cast<uint32_t>(getpid());
-  header_->process_start_ticks = options.process_start_ticks;
-  header_->created_monotonic_ns = ClockNs(CLOCK_MONOTONIC);
-  header_->created_realtime_ns = ClockNs(CLOCK_REALTIME);
-  CopyPadded(header_->service_name, kServiceNameSize, options.service_name);
-  CopyPadded(header_->executable, kExecutableSize, options.executable);
-  header_->ready.store(kReadyMagic, std::memory_order_release);
   return 0;
 }
 

@@ -116,6 +116,16 @@ void KillTree(pid_t command) {
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
 
+  // 'G' once ringprof's collector runs; anything else: ringprof gave up.
+  char go = 0;
+  ssize_t n;
+  while ((n = ::read(life_fd, &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1 || go != 'G') {
+    DeleteRingDir(ring_dir);
+    ::_exit(0);
+  }
+
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t defaults = WaitedSignals();
@@ -237,12 +247,20 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(
   }
   ::close(status_pipe[1]);
   ::close(life_pipe[0]);
-  ChildProcess child(supervisor, -1, status_pipe[0], life_pipe[1]);
+  return ChildProcess(supervisor, -1, status_pipe[0], life_pipe[1], argv[0]);
+}
+
+absl::Status ChildProcess::Start() {
+  const char go = 'G';
+  if (::write(life_fd_, &go, 1) != 1) {
+    return absl::InternalError(
+        absl::StrCat("cannot start ", command_, ": ", std::strerror(errno)));
+  }
   // The first line: the command's pid, or why it could not start.
   std::string line;
   char byte;
   while (true) {
-    const ssize_t n = ::read(child.status_fd_, &byte, 1);
+    const ssize_t n = ::read(status_fd_, &byte, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n != 1 || byte == '\n') break;
     line.push_back(byte);
@@ -250,16 +268,16 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(
   int value = 0;
   if (absl::StartsWith(line, "P ") &&
       absl::SimpleAtoi(line.substr(2), &value)) {
-    child.pid_ = value;
-    return child;
+    pid_ = value;
+    return absl::OkStatus();
   }
   const int error =
       absl::StartsWith(line, "E ") && absl::SimpleAtoi(line.substr(2), &value)
           ? value
           : ECHILD;
-  child.Finish();
+  Finish();
   return absl::NotFoundError(
-      absl::StrCat("cannot run ", argv[0], ": ", std::strerror(error)));
+      absl::StrCat("cannot run ", command_, ": ", std::strerror(error)));
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
@@ -267,6 +285,7 @@ ChildProcess::ChildProcess(ChildProcess&& other) noexcept
       pid_(other.pid_),
       status_fd_(other.status_fd_),
       life_fd_(other.life_fd_),
+      command_(std::move(other.command_)),
       pending_(std::move(other.pending_)) {
   other.supervisor_ = -1;
   other.status_fd_ = -1;

@@ -3,9 +3,11 @@
 //
 //   ringprof ──pipes── supervisor (child subreaper) ── command ── ...
 //
-//  - The supervisor is forked from ringprof (before the collector's
-//    threads; it uses only malloc, stdio and system calls, which glibc
-//    keeps usable in a fork child even if some thread existed). It starts
+//  - The supervisor is forked from ringprof before the collector's threads
+//    (it uses only malloc, stdio and system calls, which glibc keeps usable
+//    in a fork child even if some thread existed) and waits for Start(),
+//    so that the collector follows the command from its first record. It
+//    starts
 //    the command (searched in PATH) and waits for it; as a child subreaper
 //    (PR_SET_CHILD_SUBREAPER) it also inherits every orphan of the command's
 //    process tree (nginx's workers when the master dies).
@@ -59,14 +61,19 @@ struct CommandFate {
 
 class ChildProcess {
  public:
-  // Starts argv[0] (searched in PATH) with the current environment plus
-  // `env` (replacing variables of the same name), under a new supervisor
-  // that deletes `ring_dir` (its *.ring files, then the directory) at the
-  // end; "" = delete nothing. Call before starting the collector.
+  // Forks the supervisor for argv[0] (searched in PATH), to run with the
+  // current environment plus `env` (replacing variables of the same name);
+  // it deletes `ring_dir` (its *.ring files, then the directory) at the end,
+  // "" = nothing. Call before starting any thread; the command itself
+  // starts with Start(), once the collector runs.
   static absl::StatusOr<ChildProcess> Spawn(
       const std::vector<std::string>& argv,
       const std::vector<std::pair<std::string, std::string>>& env,
       const std::string& ring_dir);
+
+  // Starts the command; an error when it cannot run (the supervisor is
+  // then gone).
+  absl::Status Start();
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&&) = delete;
@@ -84,16 +91,21 @@ class ChildProcess {
   void Finish();
 
  private:
-  ChildProcess(pid_t supervisor, pid_t pid, int status_fd, int life_fd)
+  ChildProcess(pid_t supervisor, pid_t pid, int status_fd, int life_fd,
+               std::string command)
       : supervisor_(supervisor),
         pid_(pid),
         status_fd_(status_fd),
-        life_fd_(life_fd) {}
+        life_fd_(life_fd),
+        command_(std::move(command)) {}
 
   pid_t supervisor_ = -1;
   pid_t pid_ = -1;
-  int status_fd_ = -1;   // supervisor -> ringprof: "P pid", "X status"
-  int life_fd_ = -1;     // ringprof -> supervisor: 'D' = done; EOF = died
+  int status_fd_ = -1;  // supervisor -> ringprof: "P pid", "X status"
+  // ringprof -> supervisor: 'G' = start the command, 'D' = done; EOF =
+  // ringprof died.
+  int life_fd_ = -1;
+  std::string command_;
   std::string pending_;  // status bytes read but not parsed yet
 };
 

@@ -409,7 +409,14 @@ int RunCommand(const std::vector<std::string>& command) {
           : Symbolizer::Create(*symbolizer_options);
   Collector collector(*options, symbolizer.get(), sinks->tee.get());
   absl::Status started = collector.Start();
-  if (!started.ok()) return Fail(started);  // the supervisor stops the command
+  if (!started.ok()) return Fail(started);  // the supervisor cleans up
+  // Only now: the collector follows the command from its first record.
+  absl::Status command_started = child->Start();
+  if (!command_started.ok()) {
+    LogError(command_started.message());
+    collector.Stop();
+    return 127;
+  }
 
   const CommandFate fate = child->Wait();
   WaitForRingsToEnd(collector, options->drainer.ring_dir, own_ring_dir);
