@@ -1,10 +1,12 @@
 // C++ operator new/delete, every variant, forwarded to the next definition
 // (next_allocator.h). libstdc++'s operator new calls malloc, where the
-// allocation is sampled; jemalloc and tcmalloc define their own operator
-// new that never calls malloc, so there the wrapper samples (once: the
-// choice is g_next.new_is_allocator, made when the table is resolved).
-// Deletes are forwarded likewise; with an allocator's own delete they report
-// the free first (RINGPROF_TRACK_FREES).
+// allocation is sampled. jemalloc and tcmalloc define their own: jemalloc's
+// still calls malloc through its PLT (reaching the emitter), tcmalloc's
+// allocates on its own. Which one it is, is probed once, at the first
+// operator new of an allocator's own (ProbeNewMode): the wrapper samples
+// only where malloc would not, so every allocation is counted once.
+// Deletes are forwarded likewise; where new allocates on its own they
+// report the free first (RINGPROF_TRACK_FREES).
 //
 // Definitions at the ABI level (std::nothrow_t& is a pointer,
 // std::align_val_t a size_t), so that no libstdc++ header or runtime is
@@ -18,6 +20,7 @@
 #include "emitter/alloc_sampler.h"
 #include "emitter/free_tracker.h"
 #include "emitter/next_allocator.h"
+#include "emitter/thread_state.h"
 
 #define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -26,11 +29,15 @@ namespace {
 using ringprof::emitter::AllocationNeedsSample;
 using ringprof::emitter::FreeTrackingOn;
 using ringprof::emitter::g_next;
+using ringprof::emitter::kNewOwn;
+using ringprof::emitter::kNewViaMalloc;
 using ringprof::emitter::NextAllocator;
 using ringprof::emitter::NextReady;
 using ringprof::emitter::OnFreeOfPossiblySampled;
 using ringprof::emitter::ResolveNextOperatorNew;
 using ringprof::emitter::SampleAllocation;
+using ringprof::emitter::SamplerState;
+using ringprof::emitter::tls_thread_state;
 
 // The entry of the next allocator for `member`, resolved again if the
 // library defining it was loaded after the table was made. Null only when
@@ -46,12 +53,44 @@ __attribute__((always_inline)) inline Fn Next(Fn NextAllocator::*member) {
   return fn;
 }
 
-// Counts and samples the allocation when the next operator new is an
-// allocator's own; `allocate` calls it.
+// Calls the next operator new (`aligned`: its aligned form) once with the
+// thread's byte countdown set to a marker: if the interposed malloc family
+// ran, it counted the bytes.
+__attribute__((noinline)) int ProbeNewMode(bool aligned) {
+  constexpr int64_t kMarker = INT64_MAX / 2;
+  SamplerState& state = tls_thread_state.sampler;
+  const int64_t saved = state.countdown;
+  state.countdown = kMarker;
+  void* probe = aligned ? g_next.new_aligned(64, 64) : g_next.new_(64);
+  const int mode = state.countdown != kMarker ? kNewViaMalloc : kNewOwn;
+  state.countdown = saved;
+  if (aligned && g_next.delete_aligned != nullptr) {
+    g_next.delete_aligned(probe, 64);
+  } else if (!aligned && g_next.delete_ != nullptr) {
+    g_next.delete_(probe);
+  } else {
+    g_next.free(probe);
+  }
+  (aligned ? g_next.aligned_new_mode : g_next.new_mode)
+      .store(mode, std::memory_order_relaxed);
+  return mode;
+}
+
+int NewMode(bool aligned) {
+  const int mode = (aligned ? g_next.aligned_new_mode : g_next.new_mode)
+                       .load(std::memory_order_relaxed);
+  return __builtin_expect(mode != ringprof::emitter::kNewUnknown, 1)
+             ? mode
+             : ProbeNewMode(aligned);
+}
+
+// Counts and samples the allocation when the next operator new allocates
+// on its own; `allocate` calls it.
 template <typename Allocate>
-__attribute__((always_inline)) inline void* NewAndSample(size_t size,
+__attribute__((always_inline)) inline void* NewAndSample(bool aligned,
+                                                         size_t size,
                                                          Allocate allocate) {
-  if (!g_next.new_is_allocator ||
+  if (NewMode(aligned) != kNewOwn ||
       __builtin_expect(!AllocationNeedsSample(size), 1)) {
     return allocate();
   }
@@ -60,9 +99,11 @@ __attribute__((always_inline)) inline void* NewAndSample(size_t size,
   return ptr;
 }
 
-__attribute__((always_inline)) inline void BeforeDelete(void* ptr) {
-  if (g_next.new_is_allocator && __builtin_expect(FreeTrackingOn(), 0) &&
-      ptr != nullptr) {
+__attribute__((always_inline)) inline void BeforeDelete(bool aligned,
+                                                        void* ptr) {
+  if ((aligned ? g_next.aligned_new_mode : g_next.new_mode)
+              .load(std::memory_order_relaxed) != kNewViaMalloc &&
+      __builtin_expect(FreeTrackingOn(), 0) && ptr != nullptr) {
     OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
   }
 }
@@ -82,24 +123,26 @@ void* AlignedOrAbort(size_t size, size_t alignment) {
 
 }  // namespace
 
-#define RINGPROF_NEW(name, member)                                  \
-  RINGPROF_EXPORT void* name(size_t size) {                         \
-    auto next = Next(&NextAllocator::member);                       \
-    if (next == nullptr) return MallocOrAbort(size);                \
-    return NewAndSample(size, [next, size] { return next(size); }); \
+#define RINGPROF_NEW(name, member)                                         \
+  RINGPROF_EXPORT void* name(size_t size) {                                \
+    auto next = Next(&NextAllocator::member);                              \
+    if (next == nullptr) return MallocOrAbort(size);                       \
+    return NewAndSample(false, size, [next, size] { return next(size); }); \
   }
-#define RINGPROF_NEW_NOTHROW(name, member)                                    \
-  RINGPROF_EXPORT void* name(size_t size, const void* tag) {                  \
-    auto next = Next(&NextAllocator::member);                                 \
-    if (next == nullptr) return g_next.malloc(size == 0 ? 1 : size);          \
-    return NewAndSample(size, [next, size, tag] { return next(size, tag); }); \
+#define RINGPROF_NEW_NOTHROW(name, member)                              \
+  RINGPROF_EXPORT void* name(size_t size, const void* tag) {            \
+    auto next = Next(&NextAllocator::member);                           \
+    if (next == nullptr) return g_next.malloc(size == 0 ? 1 : size);    \
+    return NewAndSample(false, size,                                    \
+                        [next, size, tag] { return next(size, tag); }); \
   }
-#define RINGPROF_NEW_ALIGNED(name, member)                                \
-  RINGPROF_EXPORT void* name(size_t size, size_t alignment) {             \
-    auto next = Next(&NextAllocator::member);                             \
-    if (next == nullptr) return AlignedOrAbort(size, alignment);          \
-    return NewAndSample(                                                  \
-        size, [next, size, alignment] { return next(size, alignment); }); \
+#define RINGPROF_NEW_ALIGNED(name, member)                       \
+  RINGPROF_EXPORT void* name(size_t size, size_t alignment) {    \
+    auto next = Next(&NextAllocator::member);                    \
+    if (next == nullptr) return AlignedOrAbort(size, alignment); \
+    return NewAndSample(true, size, [next, size, alignment] {    \
+      return next(size, alignment);                              \
+    });                                                          \
   }
 #define RINGPROF_NEW_ALIGNED_NOTHROW(name, member)                             \
   RINGPROF_EXPORT void* name(size_t size, size_t alignment, const void* tag) { \
@@ -107,7 +150,7 @@ void* AlignedOrAbort(size_t size, size_t alignment) {
     if (next == nullptr) {                                                     \
       return g_next.memalign(alignment, size == 0 ? 1 : size);                 \
     }                                                                          \
-    return NewAndSample(size, [next, size, alignment, tag] {                   \
+    return NewAndSample(true, size, [next, size, alignment, tag] {             \
       return next(size, alignment, tag);                                       \
     });                                                                        \
   }
@@ -124,37 +167,38 @@ RINGPROF_NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t,
                              new_array_aligned_nothrow)
 
 // Every delete: report, then the next definition (or free).
-#define RINGPROF_DELETE(name, member, params, args) \
-  RINGPROF_EXPORT void name params {                \
-    auto next = Next(&NextAllocator::member);       \
-    BeforeDelete(ptr);                              \
-    if (next == nullptr) return g_next.free(ptr);   \
-    next args;                                      \
+#define RINGPROF_DELETE(name, member, aligned, params, args) \
+  RINGPROF_EXPORT void name params {                         \
+    auto next = Next(&NextAllocator::member);                \
+    BeforeDelete(aligned, ptr);                              \
+    if (next == nullptr) return g_next.free(ptr);            \
+    next args;                                               \
   }
 
-RINGPROF_DELETE(_ZdlPv, delete_, (void* ptr), (ptr))
-RINGPROF_DELETE(_ZdaPv, delete_array, (void* ptr), (ptr))
-RINGPROF_DELETE(_ZdlPvRKSt9nothrow_t, delete_nothrow,
+RINGPROF_DELETE(_ZdlPv, delete_, false, (void* ptr), (ptr))
+RINGPROF_DELETE(_ZdaPv, delete_array, false, (void* ptr), (ptr))
+RINGPROF_DELETE(_ZdlPvRKSt9nothrow_t, delete_nothrow, false,
                 (void* ptr, const void* tag), (ptr, tag))
-RINGPROF_DELETE(_ZdaPvRKSt9nothrow_t, delete_array_nothrow,
+RINGPROF_DELETE(_ZdaPvRKSt9nothrow_t, delete_array_nothrow, false,
                 (void* ptr, const void* tag), (ptr, tag))
-RINGPROF_DELETE(_ZdlPvSt11align_val_t, delete_aligned,
+RINGPROF_DELETE(_ZdlPvSt11align_val_t, delete_aligned, true,
                 (void* ptr, size_t alignment), (ptr, alignment))
-RINGPROF_DELETE(_ZdaPvSt11align_val_t, delete_array_aligned,
+RINGPROF_DELETE(_ZdaPvSt11align_val_t, delete_array_aligned, true,
                 (void* ptr, size_t alignment), (ptr, alignment))
 RINGPROF_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow,
-                (void* ptr, size_t alignment, const void* tag),
+                true, (void* ptr, size_t alignment, const void* tag),
                 (ptr, alignment, tag))
 RINGPROF_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t,
-                delete_array_aligned_nothrow,
+                delete_array_aligned_nothrow, true,
                 (void* ptr, size_t alignment, const void* tag),
                 (ptr, alignment, tag))
-RINGPROF_DELETE(_ZdlPvm, delete_sized, (void* ptr, size_t size), (ptr, size))
-RINGPROF_DELETE(_ZdaPvm, delete_array_sized, (void* ptr, size_t size),
+RINGPROF_DELETE(_ZdlPvm, delete_sized, false, (void* ptr, size_t size),
                 (ptr, size))
-RINGPROF_DELETE(_ZdlPvmSt11align_val_t, delete_sized_aligned,
+RINGPROF_DELETE(_ZdaPvm, delete_array_sized, false, (void* ptr, size_t size),
+                (ptr, size))
+RINGPROF_DELETE(_ZdlPvmSt11align_val_t, delete_sized_aligned, true,
                 (void* ptr, size_t size, size_t alignment),
                 (ptr, size, alignment))
-RINGPROF_DELETE(_ZdaPvmSt11align_val_t, delete_array_sized_aligned,
+RINGPROF_DELETE(_ZdaPvmSt11align_val_t, delete_array_sized_aligned, true,
                 (void* ptr, size_t size, size_t alignment),
                 (ptr, size, alignment))

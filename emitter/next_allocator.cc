@@ -225,9 +225,17 @@ void ResolveNextOperatorNew() {
   LookupOptional(&n.delete_array_sized, "_ZdaPvm");
   LookupOptional(&n.delete_sized_aligned, "_ZdlPvmSt11align_val_t");
   LookupOptional(&n.delete_array_sized_aligned, "_ZdaPvmSt11align_val_t");
-  n.new_is_allocator =
+  // libstdc++'s operator new lives elsewhere than malloc and calls it; an
+  // allocator's own (same object as malloc) may or may not: probed on first
+  // use (new_interpose.cc), never here, inside the first allocation.
+  const bool own =
       n.new_ != nullptr && ObjectOf(reinterpret_cast<void*>(n.new_)) ==
                                ObjectOf(reinterpret_cast<void*>(n.malloc));
+  n.new_mode.store(own ? kNewUnknown : kNewViaMalloc,
+                   std::memory_order_relaxed);
+  n.aligned_new_mode.store(
+      own && n.new_aligned != nullptr ? kNewUnknown : kNewViaMalloc,
+      std::memory_order_relaxed);
 }
 
 bool MallocShadowedBy(char* path, size_t path_size) {

@@ -75,11 +75,20 @@ struct NextAllocator {
   void (*delete_sized_aligned)(void*, size_t,
                                size_t);  // _ZdlPvmSt11align_val_t
   void (*delete_array_sized_aligned)(void*, size_t, size_t);
-  // True when the next operator new belongs to the same object as the next
-  // malloc (jemalloc, tcmalloc): it allocates without calling malloc, so the
-  // emitter must sample it. False for libstdc++'s (which calls malloc, where
-  // the allocation is sampled once).
-  bool new_is_allocator;
+  // Whether the next operator new reaches the interposed malloc family
+  // itself (libstdc++'s does; so does jemalloc's, through its PLT) — then
+  // the allocation is sampled there — or allocates on its own (tcmalloc's),
+  // so the operator new wrapper must sample it. NewMode values, for the
+  // plain and the aligned variants apart (jemalloc's aligned new calls
+  // aligned_alloc through its PLT, its plain new does not).
+  std::atomic<int> new_mode;
+  std::atomic<int> aligned_new_mode;
+};
+
+enum NewMode : int {
+  kNewUnknown = 0,    // the allocator's own: to be probed on first use
+  kNewViaMalloc = 1,  // reaches the interposed malloc family
+  kNewOwn = 2,        // allocates without it
 };
 
 extern NextAllocator g_next;

@@ -16,7 +16,7 @@ in_range() { (($1 * 4 >= $2 * 3 && $1 * 4 <= $2 * 5)); }
 
 echo "--- a program linked against tcmalloc"
 tcmalloc="${workloads}/tcmalloc_alloc"
-ldd "${tcmalloc}" | grep -q libtcmalloc || fail "tcmalloc_alloc does not link tcmalloc"
+[[ "$(ldd "${tcmalloc}")" == *libtcmalloc* ]] || fail "tcmalloc_alloc does not link tcmalloc"
 timeout --kill-after=5 120 "${ringprof}" run --output-dir="${tmp}/tc" \
   -- "${tcmalloc}" 256 >"${tmp}/tc.log" 2>&1
 status=$?

@@ -10,7 +10,7 @@ need redis-server
 need redis-cli
 need redis-benchmark
 need go
-ldd "$(command -v redis-server)" | grep -q libjemalloc ||
+[[ "$(ldd "$(command -v redis-server)")" == *libjemalloc* ]] ||
   fail "this redis-server does not link jemalloc: the test would not cover another allocator"
 
 port=$(free_port)
