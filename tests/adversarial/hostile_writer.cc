@@ -192,9 +192,8 @@ int Steady(const std::string& dir, const std::string& service, double seconds,
   const Segment text = OwnText();
   Module(w, SelfExe(), text.start, text.size, text.offset, text.bias);
   if (labels) {
-    const char* keys[] = {"pod",  "namespace",    "hostname",
-                          "pid",  "service_name", "__name__",
-                          "team"};
+    const char* keys[] = {"pod",          "namespace", "hostname", "pid",
+                          "service_name", "__name__",  "team"};
     for (const char* key : keys) {
       const std::string value = std::string(key) == "team" ? "blue" : "evil";
       Label l = {};
@@ -297,20 +296,33 @@ int Junk(const std::string& dir, int count) {
   return 0;
 }
 
-// ModuleMap records for each path, 64 KiB apart from 0x10000000, and
-// samples in every one of them.
+// A ModuleMap record for each spec, PATH or PATH@VADDR@FILE_OFFSET (hex:
+// an address in an ELF file and the file offset of its page), each loaded
+// at its own 4 GiB-aligned bias, and samples at VADDR (or at 0x1100) in
+// every one of them.
 int Modules(const std::string& dir, double seconds,
-            const std::vector<std::string>& paths) {
+            const std::vector<std::string>& specs) {
   Writer w;
   if (!Create(w, dir, "modules", getpid(), StartTicks())) return 1;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    Module(w, paths[i], 0x10000000 + i * 0x10000, 0x10000, 0, 0x10000000);
+  std::vector<uint64_t> sample_at;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const uint64_t bias = (uint64_t{i} + 1) << 32;
+    std::string path = specs[i];
+    uint64_t vaddr = 0x1100, offset = 0x1000;
+    const size_t at = path.find('@');
+    if (at != std::string::npos) {
+      sscanf(path.c_str() + at + 1, "%lx@%lx", &vaddr, &offset);
+      path.resize(at);
+    }
+    const uint64_t page = vaddr & ~uint64_t{0xfff};
+    Module(w, path, bias + page, 0x10000, offset, bias);
+    sample_at.push_back(bias + vaddr);
   }
   const uint64_t until = NowNs() + static_cast<uint64_t>(seconds * 1e9);
   uint64_t i = 0;
   while (NowNs() < until) {
-    const uint64_t base = 0x10000000 + (i % paths.size()) * 0x10000;
-    const uint64_t frames[] = {base + 0x100 + (i % 64) * 16, base + 0x8000};
+    const uint64_t at = sample_at[i % sample_at.size()];
+    const uint64_t frames[] = {at + 1, at + 0x21};
     Alloc(w, i % 4, NowNs(), frames, 2, 1000);
     ++i;
     usleep(1000);
