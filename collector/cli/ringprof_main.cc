@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -325,20 +326,20 @@ class ShutdownWatchdog {
   std::thread thread_;
 };
 
-// Stops the collector, flushes, writes the local summary, all within
-// --shutdown-deadline from now (the local summary of `run` excepted).
+// Stops the collector, flushes and writes the local summary, all within
+// --shutdown-deadline from now; `run` (print) writes its summary after the
+// deadline if need be, since its user waits for that flame graph.
 int Finish(Collector& collector, Sinks& sinks, bool print,
            const std::string* fate = nullptr) {
   const absl::Time deadline =
       absl::Now() + absl::GetFlag(FLAGS_shutdown_deadline);
-  absl::Status flushed;
-  {
-    ShutdownWatchdog watchdog(deadline);
-    collector.Stop(deadline);
-    flushed = sinks.tee->Flush(
-        MonotonicNowNs() + absl::ToInt64Nanoseconds(std::max(
-                               absl::ZeroDuration(), deadline - absl::Now())));
-  }
+  std::optional<ShutdownWatchdog> watchdog;
+  watchdog.emplace(deadline);
+  collector.Stop(deadline);
+  const absl::Status flushed = sinks.tee->Flush(
+      MonotonicNowNs() + absl::ToInt64Nanoseconds(std::max(
+                             absl::ZeroDuration(), deadline - absl::Now())));
+  if (print) watchdog.reset();
   if (!flushed.ok()) LogWarning(absl::StrCat("flush: ", flushed.message()));
   const CollectorSummary summary = collector.summary();
   if (summary.totals.late_samples > 0) {

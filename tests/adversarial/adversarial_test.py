@@ -302,7 +302,14 @@ class AdversarialTest(unittest.TestCase):
         # summary. Unbounded, this grew by ~70 MB/s.
         rss_mib = collector.rss_kib() / 1024
         self.assertLess(rss_mib, 512, "peak RSS %.0f MiB" % rss_mib)
-        self.assert_stops_in_time(collector)
+        # In time whatever the backlog: finished (0), or cut short by the
+        # deadline (1, say so; the local summary of 3,400 distinct deep
+        # stacks may not be written on a loaded machine).
+        status, took = collector.stop()
+        self.assertLess(took, DEADLINE_S + 1.5, collector.log())
+        self.assertIn(status, (0, 1), collector.log())
+        if status == 1:
+            self.assertIn("shutdown deadline", collector.log())
 
     def test_ten_thousand_rings_of_pids_that_never_existed(self):
         hostile = self.writer("junk", self.ring_dir, 10000)
