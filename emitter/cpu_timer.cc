@@ -215,6 +215,7 @@ std::atomic<uint64_t> g_threads_armed{0};
 std::atomic<uint64_t> g_threads_skipped{0};
 std::atomic<uint64_t> g_samples_covered{0};
 std::atomic<uint64_t> g_signals_ignored{0};
+std::atomic<uint64_t> g_instances_given_back{0};
 std::atomic<bool> g_reported_backoff{false};
 std::atomic<bool> g_reported_arm_failure{false};
 
@@ -254,6 +255,13 @@ struct ThreadTimer {
 __thread ThreadTimer t_timer
     __attribute__((tls_model("initial-exec"))) = {-1, 0, 0, 0, 0, 0, 0, 0};
 
+// Whether the application believes this thread blocks our signal. The
+// sampler keeps the signal out of the kernel's mask (pthread_sigmask and
+// sigprocmask are interposed, see the end of this file) so that threads that
+// block everything are still sampled, and answers mask queries from this
+// bit, so the application sees the mask it set.
+__thread int t_app_blocks_signal __attribute__((tls_model("initial-exec"))) = 0;
+
 // ---------------------------------------------------------------------------
 // Syscall wrappers (raw: glibc's timer_create keeps no state for
 // SIGEV_THREAD_ID timers, but the raw calls make "allocation-free" obvious).
@@ -280,6 +288,19 @@ int TimerArm(int timer_id, int64_t first_ns, int64_t period_ns) {
 }
 
 void TimerDelete(int timer_id) { syscall(SYS_timer_delete, timer_id); }
+
+bool HoldsEveryRealtimeSignal(const sigset_t* set) {
+  for (int rt = SIGRTMIN; rt <= SIGRTMAX; ++rt) {
+    if (sigismember(set, rt) != 1) return false;
+  }
+  return true;
+}
+
+// The kernel's signal mask, past our pthread_sigmask/sigprocmask
+// interposers (which the emitter's own calls would otherwise reach too).
+int RawSigmask(int how, const sigset_t* set, sigset_t* old) {
+  return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8) == 0 ? 0 : errno;
+}
 
 // The calling thread's CPU clock (a system call, also natively), or -1.
 int64_t ThreadCpuNs() {
@@ -419,11 +440,28 @@ void RecordSample(void* ucontext, uint64_t now_ns, uint64_t period_ns) {
   }
 }
 
-void OnCpuTimerSignal(int /*signo*/, siginfo_t* info, void* ucontext) {
+// An instance of our signal that is not a sample (the application's own
+// timer or sigqueue) arrived at a thread whose mask, as the application set
+// it, blocks the signal: it must stay pending for the application (e.g. its
+// sigwait). Put it back, and block the signal for real when this handler
+// returns (in the saved context's mask). The thread then takes no more
+// samples, as the application asked.
+void GiveBackBlockedInstance(int signo, siginfo_t* info, void* ucontext) {
+  ucontext_t* uc = static_cast<ucontext_t*>(ucontext);
+  sigaddset(&uc->uc_sigmask, signo);
+  syscall(SYS_rt_tgsigqueueinfo, getpid(), CurrentTid(), signo, info);
+  g_instances_given_back.fetch_add(1, std::memory_order_relaxed);
+}
+
+void OnCpuTimerSignal(int signo, siginfo_t* info, void* ucontext) {
   const int saved_errno = errno;
-  if (info != nullptr && info->si_code == SI_TIMER &&
-      info->si_value.sival_int == kTimerCookie && t_timer.slot >= 0 &&
-      g_state.load(std::memory_order_relaxed) == State::kRunning && Enabled()) {
+  const bool sample = info != nullptr && info->si_code == SI_TIMER &&
+                      info->si_value.sival_int == kTimerCookie;
+  if (!sample && t_app_blocks_signal != 0 && info != nullptr) {
+    GiveBackBlockedInstance(signo, info, ucontext);
+  } else if (sample && t_timer.slot >= 0 &&
+             g_state.load(std::memory_order_relaxed) == State::kRunning &&
+             Enabled()) {
     const uint64_t now_ns = MonotonicNowNs();
     if (t_timer.in_cover != 0 || StaleAfterCover(now_ns)) {
       g_signals_ignored.fetch_add(1, std::memory_order_relaxed);
@@ -523,13 +561,23 @@ void ReportArmFailureOnce(const char* what, int error) {
 void ArmCurrentThread() {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   if (t_timer.slot >= 0) return;
-  // A thread that blocks our signal would never take a sample; arming it
-  // would only leave a signal pending that a sigwait() could pick up.
+  // A thread that starts with every signal blocked (inherited across exec,
+  // or set by a raw system call) keeps them blocked in the application's
+  // view only: with ours unblocked for real it can be sampled (see
+  // t_app_blocks_signal and the mask interposers). One that blocks ours but
+  // not every real-time signal may be waiting for it: not armed.
   sigset_t mask;
-  if (pthread_sigmask(SIG_BLOCK, nullptr, &mask) != 0 ||
-      sigismember(&mask, g_signal)) {
+  if (RawSigmask(SIG_BLOCK, nullptr, &mask) != 0 ||
+      (sigismember(&mask, g_signal) == 1 && !HoldsEveryRealtimeSignal(&mask))) {
     g_threads_skipped.fetch_add(1, std::memory_order_relaxed);
     return;
+  }
+  if (sigismember(&mask, g_signal) == 1) {
+    t_app_blocks_signal = 1;
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, g_signal);
+    RawSigmask(SIG_UNBLOCK, &ours, nullptr);
   }
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
   const int slot = ReserveSlot(tid);
@@ -625,6 +673,14 @@ void BackOff(int signo) {
         .Write();
   }
   CpuTimerShutdown();
+  // This thread's mask becomes what the application set. (Other threads
+  // that blocked every signal keep ours unblocked: see CPU_TIMER.md.)
+  if (t_app_blocks_signal != 0) {
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, signo);
+    RawSigmask(SIG_BLOCK, &ours, nullptr);
+  }
 }
 
 // State first: g_signal is published by the release store of kRunning.
@@ -684,7 +740,12 @@ void CpuTimerInit() {
   ArmCurrentThread();
 }
 
-void CpuTimerOnThreadStart() { ArmCurrentThread(); }
+void CpuTimerOnThreadStart(int app_blocks_signal) {
+  t_app_blocks_signal = app_blocks_signal;
+  ArmCurrentThread();
+}
+
+int CpuTimerAppBlocksSignal() { return t_app_blocks_signal; }
 
 void CpuTimerOnThreadExit() { DisarmCurrentThread(); }
 
@@ -718,7 +779,7 @@ bool CpuTimerBeforeExec() {
   sigset_t ours, old_mask;
   sigemptyset(&ours);
   sigaddset(&ours, g_signal);
-  pthread_sigmask(SIG_BLOCK, &ours, &old_mask);
+  RawSigmask(SIG_BLOCK, &ours, &old_mask);
   DisarmCurrentThread();
   // The signal is blocked and the timer gone: whatever is pending now is all
   // there will be. Consume it (raw syscall: past our sigtimedwait wrapper).
@@ -726,7 +787,10 @@ bool CpuTimerBeforeExec() {
   while (syscall(SYS_rt_sigtimedwait, &ours, nullptr, &no_wait, _NSIG / 8) ==
          g_signal) {
   }
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  // The new image gets the mask the application set (ours included if it
+  // asked for that); a failed exec re-arms, which unblocks it again.
+  if (t_app_blocks_signal != 0) sigaddset(&old_mask, g_signal);
+  RawSigmask(SIG_SETMASK, &old_mask, nullptr);
   return true;
 }
 
@@ -745,6 +809,8 @@ CpuTimerStats GetCpuTimerStats() {
   stats.cover = g_cover;
   stats.samples_covered = g_samples_covered.load(std::memory_order_relaxed);
   stats.signals_ignored = g_signals_ignored.load(std::memory_order_relaxed);
+  stats.instances_given_back =
+      g_instances_given_back.load(std::memory_order_relaxed);
   return stats;
 }
 
@@ -913,3 +979,80 @@ RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info_table_bases,
                                (begin, object, tbase, dbase))
 
 #undef RINGPROF_INTERPOSE_REGISTER_FN
+
+// Signal masks. A thread that blocks every signal (worker threads of xz,
+// thread pools that leave signals to one thread) would never take a sample.
+// While the sampler runs, our signal is kept out of the masks the
+// application sets, and put back into the masks it reads (the old set),
+// per thread (t_app_blocks_signal): the application sees the mask it asked
+// for. Instances of the signal that are not samples still reach it as if
+// blocked (GiveBackBlockedInstance). Anything else passes through.
+namespace {
+// Returns the set to hand to the kernel: `set` itself, or `stripped`. Only
+// a set that blocks every real-time signal ("block everything") is
+// stripped; one that names our signal but not all of them means the
+// application uses it (e.g. blocks it to sigwait for its own timer): the
+// sampler backs off and the call goes through unchanged.
+const sigset_t* MaskToPass(int how, const sigset_t* set, sigset_t* stripped) {
+  using ringprof::emitter::g_signal;
+  using ringprof::emitter::t_app_blocks_signal;
+  if (set == nullptr || !ringprof::emitter::OwnsSignal(g_signal)) return set;
+  const bool names = sigismember(set, g_signal) == 1;
+  if (names && how != SIG_UNBLOCK &&
+      !ringprof::emitter::HoldsEveryRealtimeSignal(set)) {
+    BackOff(g_signal);
+    return set;
+  }
+  switch (how) {
+    case SIG_SETMASK:
+      t_app_blocks_signal = names ? 1 : 0;
+      break;
+    case SIG_BLOCK:
+      if (names) t_app_blocks_signal = 1;
+      break;
+    case SIG_UNBLOCK:
+      if (names) t_app_blocks_signal = 0;
+      return set;
+    default:
+      return set;  // EINVAL from libc
+  }
+  if (!names) return set;
+  *stripped = *set;
+  sigdelset(stripped, g_signal);
+  return stripped;
+}
+
+void ShowAppView(int had_view, sigset_t* old) {
+  if (old != nullptr && had_view != 0 &&
+      ringprof::emitter::OwnsSignal(ringprof::emitter::g_signal)) {
+    sigaddset(old, ringprof::emitter::g_signal);
+  }
+}
+}  // namespace
+
+extern "C" int pthread_sigmask(int how, const sigset_t* set,
+                               sigset_t* old) noexcept {
+  static std::atomic<int (*)(int, const sigset_t*, sigset_t*)> next{};
+  auto fn = NextFunction(&next, "pthread_sigmask");
+  if (fn == nullptr) return ENOSYS;
+  const int had_view = ringprof::emitter::t_app_blocks_signal;
+  sigset_t stripped;
+  const int result = fn(how, MaskToPass(how, set, &stripped), old);
+  if (result == 0) ShowAppView(had_view, old);
+  return result;
+}
+
+extern "C" int sigprocmask(int how, const sigset_t* set,
+                           sigset_t* old) noexcept {
+  static std::atomic<int (*)(int, const sigset_t*, sigset_t*)> next{};
+  auto fn = NextFunction(&next, "sigprocmask");
+  if (fn == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const int had_view = ringprof::emitter::t_app_blocks_signal;
+  sigset_t stripped;
+  const int result = fn(how, MaskToPass(how, set, &stripped), old);
+  if (result == 0) ShowAppView(had_view, old);
+  return result;
+}

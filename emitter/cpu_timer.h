@@ -15,7 +15,8 @@
 //  - The signal handler never allocates, never locks, preserves errno.
 //  - cpu_timer.cc also defines (and libringprof.map exports) interposers of
 //    sigaction, signal, bsd_signal, sysv_signal, sigset, sigwait,
-//    sigwaitinfo, sigtimedwait, signalfd and __register_frame*: they hide
+//    sigwaitinfo, sigtimedwait, signalfd, pthread_sigmask, sigprocmask and
+//    __register_frame*: they hide
 //    the sampler's handler and make it back off when the application takes
 //    its signal; they pass every other call through unchanged.
 #ifndef RINGPROF_EMITTER_CPU_TIMER_H_
@@ -30,8 +31,12 @@ namespace emitter {
 // environment variables; reports a bad value on stderr once.
 void CpuTimerInit();
 // In every new thread before it runs user code (from the pthread_create
-// wrapper), and for the main thread from CpuTimerInit.
-void CpuTimerOnThreadStart();
+// wrapper), with the creating thread's CpuTimerAppBlocksSignal() (the mask
+// a thread starts with is its creator's).
+void CpuTimerOnThreadStart(int app_blocks_signal);
+// Whether the application set the calling thread's mask to block the
+// sampler's signal (which the sampler keeps unblocked for real).
+int CpuTimerAppBlocksSignal();
 // When a thread exits (deletes its timer).
 void CpuTimerOnThreadExit();
 // In the child after fork (timers are not inherited; re-arm for the
@@ -60,10 +65,13 @@ struct CpuTimerStats {
   uint64_t samples_dropped = 0;  // AppendRecord refused them
   uint64_t samples_pc_only = 0;  // stack reduced to the interrupted pc
   uint64_t threads_armed = 0;
-  uint64_t threads_skipped = 0;  // signal blocked, or timer_create failed
+  uint64_t threads_skipped = 0;  // no mask, no slot, or timer_create failed
   bool cover = false;            // allocation samples cover ticks
   uint64_t samples_covered = 0;  // CpuSamples taken at allocation samples
   uint64_t signals_ignored = 0;  // stale signals of a re-armed timer
+  // Instances of the signal that were not samples, put back for a thread
+  // that (in the application's view) blocks it.
+  uint64_t instances_given_back = 0;
 };
 CpuTimerStats GetCpuTimerStats();
 

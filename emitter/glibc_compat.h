@@ -9,7 +9,7 @@
 //    do not include it (they never run on an old glibc).
 //  - A .symver line only renames references: a function not used in a
 //    translation unit adds no import. Never list a function the emitter
-//    itself defines (pthread_create, exec*, sigaction, ...): .symver would
+//    itself defines (pthread_create, exec*, sigaction, pthread_sigmask, ...): .symver would
 //    rename the definition too.
 //  - The versions must exist on glibc 2.17 in libc.so.6, libdl.so.2 or
 //    libpthread.so.0 (before 2.34 dl* and most pthread_* live in the latter
@@ -39,8 +39,8 @@ RINGPROF_PIN_GLIBC(dladdr, "GLIBC_2.2.5");
 RINGPROF_PIN_GLIBC(dladdr1, "GLIBC_2.3.3");
 RINGPROF_PIN_GLIBC(dlinfo, "GLIBC_2.3.3");
 
-// libpthread until 2.34 (pthread_sigmask and pthread_getattr_np got a new
-// version in 2.32).
+// libpthread until 2.34 (pthread_getattr_np got a new version in 2.32;
+// pthread_sigmask too, but the emitter defines that one).
 RINGPROF_PIN_GLIBC(pthread_attr_getstack, "GLIBC_2.2.5");
 RINGPROF_PIN_GLIBC(pthread_detach, "GLIBC_2.2.5");
 RINGPROF_PIN_GLIBC(pthread_getattr_np, "GLIBC_2.2.5");
@@ -53,7 +53,6 @@ RINGPROF_PIN_GLIBC(pthread_kill, "GLIBC_2.2.5");
 RINGPROF_PIN_GLIBC(pthread_mutex_trylock, "GLIBC_2.2.5");
 RINGPROF_PIN_GLIBC(pthread_once, "GLIBC_2.2.5");
 RINGPROF_PIN_GLIBC(pthread_setspecific, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_sigmask, "GLIBC_2.2.5");
 RINGPROF_PIN_GLIBC(pthread_sigqueue, "GLIBC_2.11");
 RINGPROF_PIN_GLIBC(pthread_spin_lock, "GLIBC_2.2.5");
 RINGPROF_PIN_GLIBC(pthread_spin_unlock, "GLIBC_2.2.5");

@@ -82,6 +82,7 @@ void RecordThreadStack() {
 struct ThreadStart {
   void* (*routine)(void*);
   void* arg;
+  int app_blocks_cpu_signal;  // the creator's, inherited like its mask
 };
 
 void* ThreadTrampoline(void* raw) {
@@ -90,7 +91,7 @@ void* ThreadTrampoline(void* raw) {
   if (Enabled()) {
     RecordThreadStack();
     pthread_setspecific(g_thread_exit_key, &g_thread_exit_key);
-    CpuTimerOnThreadStart();
+    CpuTimerOnThreadStart(start.app_blocks_cpu_signal);
   }
   return start.routine(start.arg);
 }
@@ -158,6 +159,7 @@ RINGPROF_EXPORT int pthread_create(pthread_t* thread,
   if (start == nullptr) return real(thread, attr, routine, arg);
   start->routine = routine;
   start->arg = arg;
+  start->app_blocks_cpu_signal = e::CpuTimerAppBlocksSignal();
   const int result = real(thread, attr, e::ThreadTrampoline, start);
   if (result != 0) e::g_next.free(start);
   return result;

@@ -81,9 +81,19 @@ void ProcessStarted() {
   ringprof::emitter::CpuTimerInit();
 #endif
 }
-void ThreadStarted() {
+// The creating thread's view of its mask, which the new thread inherits.
+int CreatorBlocksSignal() {
 #ifdef RINGPROF_IN_PROCESS
-  ringprof::emitter::CpuTimerOnThreadStart();
+  return ringprof::emitter::CpuTimerAppBlocksSignal();
+#else
+  return 0;
+#endif
+}
+void ThreadStarted(int creator_blocks_signal) {
+#ifdef RINGPROF_IN_PROCESS
+  ringprof::emitter::CpuTimerOnThreadStart(creator_blocks_signal);
+#else
+  (void)creator_blocks_signal;
 #endif
 }
 void ThreadExiting() {
@@ -95,8 +105,9 @@ void ThreadExiting() {
 // A thread that runs ThreadStarted/ThreadExiting around its body.
 template <typename Fn>
 std::thread Spawn(Fn fn) {
-  return std::thread([fn]() {
-    ThreadStarted();
+  const int blocks = CreatorBlocksSignal();
+  return std::thread([fn, blocks]() {
+    ThreadStarted(blocks);
     fn();
     ThreadExiting();
   });
