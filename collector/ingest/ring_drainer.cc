@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "collector/base/clock.h"
+#include "collector/base/file.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
-#include "collector/profile/pprof_io.h"
 
 namespace ringprof {
 namespace collector {

@@ -9,8 +9,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "collector/base/file.h"
 #include "collector/ingest/ring_state.pb.h"
-#include "collector/profile/pprof_io.h"
 #include "ringfile/format.h"
 
 namespace ringprof {

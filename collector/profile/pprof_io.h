@@ -16,19 +16,7 @@
 namespace ringprof {
 namespace collector {
 
-// gzip (RFC 1952) of `data`.
-absl::StatusOr<std::string> GzipCompress(absl::string_view data);
-// Inflates gzip data; returns `data` unchanged when it is not gzip. Refuses
-// to inflate beyond `max_size` bytes (a bound against decompression bombs).
-absl::StatusOr<std::string> MaybeGunzip(absl::string_view data,
-                                        size_t max_size = 256u << 20);
-
-// Writes `contents` to `path` atomically (temporary file + rename).
-absl::Status WriteFileAtomically(const std::string& path,
-                                 absl::string_view contents);
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-
-// Gzips and writes a serialized profile.
+// Gzips and writes a serialized profile atomically.
 absl::Status WriteProfileFile(const std::string& path,
                               absl::string_view serialized_profile);
 absl::StatusOr<perftools::profiles::Profile> ReadProfileFile(

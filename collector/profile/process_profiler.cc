@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collector/base/clock.h"
+#include "collector/base/hex.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
 
@@ -42,13 +43,6 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 std::string Basename(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string HexBuildId(absl::Span<const uint8_t> bytes) {
-  std::string hex;
-  hex.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) absl::StrAppend(&hex, absl::Hex(b, absl::kZeroPad2));
-  return hex;
 }
 
 Counter& MalformedRecords() {
@@ -347,7 +341,7 @@ void ProcessProfiler::OnModuleMap(const ringfile::ModuleMapView& map) {
   }
   Module module;
   module.path = std::string(map.path);
-  module.build_id_hex = HexBuildId(map.build_id);
+  module.build_id_hex = HexEncode(map.build_id.data(), map.build_id.size());
   module.start = map.head.start;
   module.size = map.head.size;
   module.file_offset = map.head.file_offset;

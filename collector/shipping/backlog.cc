@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "collector/base/file.h"
 #include "collector/shipping/codec.h"
 
 namespace ringprof {
@@ -28,55 +29,6 @@ constexpr char kSuffix[] = ".rpspool";
 // Far above any valid record (4 MiB pprof + labels): a larger claim is
 // corruption.
 constexpr size_t kMaxRecordBytes = 64 << 20;
-
-absl::Status ErrnoError(absl::string_view what, const std::string& path) {
-  return absl::InternalError(
-      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
-}
-
-absl::Status MakeDirs(const std::string& dir) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    const std::string prefix = dir.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoError("cannot create spool directory", prefix);
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    const ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError("cannot write", path);
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadAll(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open", path);
-  std::string out;
-  char buf[64 * 1024];
-  while (true) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      close(fd);
-      return ErrnoError("cannot read", path);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > kMaxRecordBytes) {
-      close(fd);
-      return absl::DataLossError(absl::StrCat(path, " is too large"));
-    }
-  }
-  close(fd);
-  return out;
-}
 
 }  // namespace
 
@@ -106,7 +58,7 @@ void MemoryBacklog::PopFront() {
 
 absl::StatusOr<std::unique_ptr<DiskSpool>> DiskSpool::Open(
     const std::string& dir, uint64_t max_bytes) {
-  if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
+  if (absl::Status s = MakeDirs(dir, 0700); !s.ok()) return s;
   const std::string lock_path = dir + "/.lock";
   const int lock_fd =
       open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -165,26 +117,13 @@ absl::StatusOr<size_t> DiskSpool::Append(const SpoolRecord& record) {
   }
 
   const uint64_t seq = next_seq_++;
-  const std::string path = PathOf(seq);
-  const std::string tmp = absl::StrCat(dir_, "/.", seq, ".tmp");
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError("cannot create", tmp);
-  absl::Status s = WriteAll(fd, data, tmp);
-  if (s.ok() && fsync(fd) != 0) s = ErrnoError("cannot fsync", tmp);
-  close(fd);
-  if (s.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
-    s = ErrnoError("cannot rename", tmp);
-  }
-  if (!s.ok()) {
-    unlink(tmp.c_str());
+  WriteOptions options;
+  options.mode = 0600;
+  options.durable = true;
+  // The temporary file is ".<name>.<pid>.tmp": Open removes leftovers.
+  if (absl::Status s = WriteFileAtomically(PathOf(seq), data, options);
+      !s.ok()) {
     return s;
-  }
-  // Make the rename itself durable.
-  if (const int dfd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
   }
   files_.push_back({seq, data.size()});
   bytes_ += data.size();
@@ -193,7 +132,7 @@ absl::StatusOr<size_t> DiskSpool::Append(const SpoolRecord& record) {
 
 absl::StatusOr<SpoolRecord> DiskSpool::Front() {
   const std::string path = PathOf(files_.front().seq);
-  absl::StatusOr<std::string> data = ReadAll(path);
+  absl::StatusOr<std::string> data = ReadFile(path, kMaxRecordBytes);
   if (!data.ok()) return absl::DataLossError(data.status().message());
   absl::StatusOr<std::string> raw = ZstdDecompress(*data, kMaxRecordBytes);
   if (!raw.ok()) {

@@ -1,6 +1,5 @@
 #include "collector/shipping/codec.h"
 
-#include <zlib.h>
 #include <zstd.h>
 
 #include <cstdint>
@@ -12,46 +11,6 @@
 namespace ringprof {
 namespace collector {
 namespace shipping {
-
-std::string GzipCompress(absl::string_view data, int level) {
-  z_stream zs = {};
-  // windowBits 15 + 16: write a gzip header and trailer instead of zlib's.
-  deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out;
-  out.resize(deflateBound(&zs, data.size()) + 32);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(&out[0]);
-  zs.avail_out = static_cast<uInt>(out.size());
-  deflate(&zs, Z_FINISH);  // the bound guarantees one call suffices
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
-
-absl::StatusOr<std::string> GzipDecompress(absl::string_view data) {
-  z_stream zs = {};
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) {
-    return absl::InternalError("inflateInit2 failed");
-  }
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  std::string out;
-  char buf[64 * 1024];
-  int rc;
-  do {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof(buf);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&zs);
-      return absl::DataLossError(absl::StrCat("bad gzip data (zlib ", rc, ")"));
-    }
-    out.append(buf, sizeof(buf) - zs.avail_out);
-  } while (rc != Z_STREAM_END);
-  inflateEnd(&zs);
-  return out;
-}
 
 std::string ZstdCompress(absl::string_view data, int level) {
   std::string out;

@@ -1,5 +1,5 @@
-// Byte-level encodings used on the way to Pyroscope: gzip for raw profiles
-// (what the SDKs send), zstd for the disk spool, and UUIDv4 profile ids.
+// Byte-level encodings used on the way to Pyroscope: zstd for the disk
+// spool and UUIDv4 profile ids (gzip for raw profiles is ../base/gzip.h).
 //
 // Thread-safety: all functions are thread-safe (no shared state besides a
 // thread-local random engine for ids).
@@ -14,10 +14,6 @@
 namespace ringprof {
 namespace collector {
 namespace shipping {
-
-// gzip (RFC 1952) at the given zlib level (1..9).
-std::string GzipCompress(absl::string_view data, int level = 6);
-absl::StatusOr<std::string> GzipDecompress(absl::string_view data);
 
 // One zstd frame (content size recorded) and its inverse. Decompression
 // refuses frames claiming more than `max_output_bytes`.

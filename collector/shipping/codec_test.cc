@@ -11,18 +11,6 @@ namespace collector {
 namespace shipping {
 namespace {
 
-TEST(CodecTest, GzipRoundTripAndMagic) {
-  std::string data;
-  for (int i = 0; i < 10000; ++i) data += std::to_string(i % 97);
-  const std::string gz = GzipCompress(data);
-  ASSERT_GE(gz.size(), 2u);
-  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);
-  EXPECT_EQ(static_cast<unsigned char>(gz[1]), 0x8b);
-  EXPECT_LT(gz.size(), data.size() / 2);
-  EXPECT_EQ(*GzipDecompress(gz), data);
-  EXPECT_FALSE(GzipDecompress("\x1f\x8bnot gzip").ok());
-}
-
 TEST(CodecTest, ZstdRoundTripAndLimits) {
   const std::string data(100000, 'x');
   const std::string z = ZstdCompress(data);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "collector/base/clock.h"
+#include "collector/base/gzip.h"
 #include "collector/base/log.h"
 #include "collector/shipping/codec.h"
 #include "proto/push.pb.h"

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/base/gzip.h"
 #include "collector/base/metrics.h"
 #include "collector/profile/pprof_validate.h"
 #include "collector/shipping/backlog.h"

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "collector/base/file.h"
 #include "collector/base/log.h"
 #include "collector/profile/pprof_io.h"
 #include "collector/render/flamegraph.h"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "collector/base/file.h"
 #include "collector/profile/pprof_builder.h"
 #include "collector/profile/pprof_io.h"
 #include "collector/profile/pprof_validate.h"

@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "collector/base/hex.h"
 
 namespace ringprof {
 namespace collector {
@@ -324,17 +325,6 @@ bool FileCrc32(int fd, uint64_t max_bytes, uint32_t* crc) {
   }
   *crc = static_cast<uint32_t>(value);
   return true;
-}
-
-std::string HexEncode(const unsigned char* bytes, size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(size * 2);
-  for (size_t i = 0; i < size; ++i) {
-    hex.push_back(kDigits[bytes[i] >> 4]);
-    hex.push_back(kDigits[bytes[i] & 0xf]);
-  }
-  return hex;
 }
 
 }  // namespace collector

@@ -124,9 +124,6 @@ class ElfFile {
 // with pread, up to `max_bytes`. False on a read error or a longer file.
 bool FileCrc32(int fd, uint64_t max_bytes, uint32_t* crc);
 
-// Lower-case hex of `size` bytes.
-std::string HexEncode(const unsigned char* bytes, size_t size);
-
 }  // namespace collector
 }  // namespace ringprof
 

@@ -1,0 +1,63 @@
+#include "collector/base/file.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+std::vector<std::string> List(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  return names;
+}
+
+TEST(FileTest, WritesAtomicallyAndReadsBack) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/atomic";
+  ASSERT_TRUE(MakeDirs(dir + "/a/b", 0700).ok());
+  const std::string path = dir + "/a/b/file";
+  ASSERT_TRUE(WriteFileAtomically(path, "first").ok());
+  WriteOptions durable;
+  durable.mode = 0600;
+  durable.durable = true;
+  ASSERT_TRUE(WriteFileAtomically(path, "second", durable).ok());
+  absl::StatusOr<std::string> read = ReadFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, "second");
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // No temporary file is left behind.
+  EXPECT_EQ(List(dir + "/a/b"), std::vector<std::string>{"file"});
+  EXPECT_TRUE(absl::IsDataLoss(ReadFile(path, 3).status()));
+}
+
+TEST(FileTest, FailuresNameThePathAndLeaveNothing) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/fail";
+  ASSERT_TRUE(MakeDirs(dir, 0700).ok());
+  // The target is a directory: the rename fails.
+  ASSERT_TRUE(MakeDirs(dir + "/target/inside", 0700).ok());
+  absl::Status status = WriteFileAtomically(dir + "/target", "x");
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find(dir + "/target"), absl::string_view::npos)
+      << status;
+  EXPECT_EQ(List(dir), std::vector<std::string>{"target"});
+  absl::StatusOr<std::string> missing = ReadFile(dir + "/missing");
+  EXPECT_NE(missing.status().message().find("missing"),
+            absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace collector
+}  // namespace ringprof

@@ -1,0 +1,20 @@
+// Lower-case hexadecimal, as build ids are written in pprof mappings and
+// /usr/lib/debug/.build-id paths.
+//
+// Thread-safe, pure.
+#ifndef RINGPROF_COLLECTOR_BASE_HEX_H_
+#define RINGPROF_COLLECTOR_BASE_HEX_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ringprof {
+namespace collector {
+
+std::string HexEncode(const uint8_t* bytes, size_t size);
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_BASE_HEX_H_
