@@ -465,7 +465,28 @@ def ingest_series(state, tenant, labels, raw_profile, now_ns):
     # Pyroscope drops __session_id__ unless validation.max-sessions-per-series
     # is set (distributor.limitMaxSessionsPerSeries; default 0).
     stored = [(n, v) for n, v in stored if n != "__session_id__"]
+    check_series_limit(state, tenant, stored)
     return dict(summary, gzipped=gzipped, stored_labels=dict(stored))
+
+
+def check_series_limit(state, tenant, stored):
+    """The ingester's per-tenant series limit (pkg/ingester/limiter.go
+    allowNewSeries; ingester.max-global-series-per-tenant, default 5000, on
+    one ingester): a new series beyond it is refused with 429. Series here
+    never go inactive (Pyroscope forgets idle ones after a while)."""
+    limit = state.args.max_series
+    key = tuple(stored)
+    with state.lock:
+        series = state.series.setdefault(tenant, set())
+        if key in series or limit == 0 or len(series) < limit:
+            series.add(key)
+            return
+        count = len(series)
+    raise Rejection("resource_exhausted",
+                    "Maximum active series limit exceeded (%d/%d), reduce the number of "
+                    "active streams (reduce labels or reduce label values), or contact "
+                    "your administrator to see if the limit can be increased"
+                    % (count, limit))
 
 
 class State:
@@ -480,6 +501,7 @@ class State:
         self.faults = []  # list of dicts with "count"
         self.down = False
         self.buckets = {}  # tenant -> TokenBucket
+        self.series = {}  # tenant -> set of stored label tuples
         self.record_file = open(args.record, "a") if args.record else None
 
     def next_fault(self, labels):
@@ -921,6 +943,8 @@ def main():
                     default=INGESTION_BURST_SIZE_MB,
                     help="per-tenant burst, MiB (Pyroscope default 2): a "
                          "profile larger than this is refused with 429")
+    ap.add_argument("--max-series", type=int, default=5000,
+                    help="series per tenant (Pyroscope default 5000; 0: no limit)")
     ap.add_argument("--start-down", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--exit-with-parent", action="store_true",

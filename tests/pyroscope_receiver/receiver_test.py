@@ -376,6 +376,27 @@ class RateLimitTest(ReceiverTest):
         self.assertEqual(self.push(req, headers={"X-Scope-OrgID": "other"})[0], 200)
 
 
+class SeriesLimitTest(ReceiverTest):
+    extra_args = ["--max-series", "2"]
+
+    def test_new_series_beyond_the_limit_are_refused_and_sessions_do_not_count(self):
+        def labels(**extra):
+            return [("__name__", "process_cpu"), ("service_name", "app")] + \
+                sorted(extra.items())
+        # Many processes with their own session ids: one series.
+        for i in range(5):
+            sid = "%016x" % i
+            self.assertEqual(self.push(make_push(make_pprof(),
+                                                 labels(__session_id__=sid)))[0], 200)
+        self.assertEqual(self.push(make_push(make_pprof(), labels(pid="1")))[0], 200)
+        code, body, _ = self.push(make_push(make_pprof(), labels(pid="2")))
+        self.assertEqual(code, 429)
+        self.assertIn("Maximum active series limit exceeded (2/2)",
+                      json.loads(body)["message"])
+        # Known series still pass.
+        self.assertEqual(self.push(make_push(make_pprof(), labels(pid="1")))[0], 200)
+
+
 class TenantAuthTest(ReceiverTest):
     extra_args = ["--tenant", "team-a", "--basic-auth", "user:secret"]
 
