@@ -90,7 +90,7 @@ class WordStreamWriter {
 
 // MakeFile's "no unnamed file here": O_TMPFILE unsupported by the
 // filesystem, the directory path too long for the stack buffer, or no /proc
-// to link through. Not an errno value.
+// to link through, the link refused. Not an errno value.
 constexpr int kUnnamedUnsupported = -1;
 
 // An unnamed file in `path`'s directory (O_TMPFILE), or -1.
@@ -122,7 +122,9 @@ int LinkUnnamed(int fd, const char* path) {
   if (linkat(AT_FDCWD, proc_path, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) {
     return 0;
   }
-  return errno == ENOENT ? kUnnamedUnsupported : errno;
+  // A taken name is final; anything else (no /proc, a filesystem or
+  // sandbox refusing the link) leaves the named way to try.
+  return errno == EEXIST ? EEXIST : kUnnamedUnsupported;
 }
 
 // The header of a fresh file (zero-filled: every counter and slot sequence
