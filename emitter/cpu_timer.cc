@@ -249,11 +249,13 @@ struct ThreadTimer {
   // cover re-armed the timer (0: never).
   uint64_t cover_due_ns;
   uint64_t rearmed_at_ns;
+  // Sample clock time of the thread's previous allocation sample.
+  uint64_t last_allocation_ns;
   // Non-zero while CoverTick runs: a timer signal arriving then is ignored.
   volatile sig_atomic_t in_cover;
 };
 __thread ThreadTimer t_timer
-    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0, 0, 0, 0, 0, 0};
+    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0, 0, 0, 0, 0, 0, 0};
 
 // Whether the application believes this thread blocks our signal. The
 // sampler keeps the signal out of the kernel's mask (pthread_sigmask and
@@ -468,6 +470,11 @@ void OnCpuTimerSignal(int signo, siginfo_t* info, void* ucontext) {
     } else {
       const uint64_t weight = ExpiryWeightNs(info);
       if (weight > 0) RecordSample(ucontext, now_ns, weight);
+      // The timer is sampling this thread: a cover right after would take
+      // CPU time from the stretch this sample stands in.
+      if (t_timer.cover_due_ns != 0) {
+        t_timer.cover_due_ns = now_ns + static_cast<uint64_t>(g_period_ns) / 2;
+      }
     }
   }
   errno = saved_errno;
@@ -489,7 +496,14 @@ void OnCpuTimerSignal(int signo, siginfo_t* info, void* ucontext) {
 void CoverTick(const uint64_t* frames, int count, bool truncated,
                uint64_t now_ns) {
   ThreadTimer& t = t_timer;
+  // Only a thread that is allocating steadily covers: its previous
+  // allocation sample is recent. The first allocation after a stretch of
+  // computing would otherwise take CPU that the stretch's timer expiry
+  // (noticed late, as in gVisor) stands for.
+  const uint64_t previous = t.last_allocation_ns;
+  t.last_allocation_ns = now_ns;
   if (t.slot < 0 || t.cover_due_ns == 0 || now_ns < t.cover_due_ns ||
+      now_ns - previous > static_cast<uint64_t>(g_period_ns) / 4 ||
       g_state.load(std::memory_order_relaxed) != State::kRunning) {
     return;
   }
@@ -606,6 +620,7 @@ void ArmCurrentThread() {
                              ? MonotonicNowNs() + g_period_ns
                              : 0;
   t_timer.rearmed_at_ns = 0;
+  t_timer.last_allocation_ns = 0;
   t_timer.in_cover = 0;
   t_timer.timer_id = timer_id;
   t_timer.slot = slot;

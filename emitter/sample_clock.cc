@@ -27,8 +27,12 @@ namespace {
 
 // Extrapolate at most this far from an anchor before taking a new one.
 constexpr uint64_t kRecalibrateNs = 50 * 1000 * 1000;
-// Do not trust a rate measured over less than this.
-constexpr uint64_t kMinBaselineNs = 20 * 1000 * 1000;
+// Do not trust a rate measured over less than this. Early on, while the
+// baseline is short, an anchor is trusted for a quarter of its baseline only
+// (so a rate error of (read time / baseline) moves a timestamp by at most a
+// quarter of one clock read), which keeps the number of real reads in a
+// process's first milliseconds small.
+constexpr uint64_t kMinBaselineNs = 1000 * 1000;
 // An anchor whose clock read took longer than this (preempted in the middle)
 // is not precise enough to use.
 constexpr uint64_t kMaxAnchorWidthNs = 200 * 1000;
@@ -106,9 +110,11 @@ uint64_t Recalibrate() {
     const double width_ns =
         static_cast<double>(anchor.width_ticks) * ns_per_tick;
     if (width_ns <= static_cast<double>(kMaxAnchorWidthNs)) {
+      const uint64_t window_ns =
+          baseline_ns / 4 < kRecalibrateNs ? baseline_ns / 4 : kRecalibrateNs;
       const uint64_t limit =
-          anchor.tsc + static_cast<uint64_t>(
-                           static_cast<double>(kRecalibrateNs) / ns_per_tick);
+          anchor.tsc +
+          static_cast<uint64_t>(static_cast<double>(window_ns) / ns_per_tick);
       const uint32_t sequence = g_sequence.load(std::memory_order_relaxed);
       g_sequence.store(sequence + 1, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_release);
