@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "emitter/free_tracker.h"
+#include "emitter/live_set.h"
 #include "emitter/module_map.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
@@ -93,6 +94,13 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   sample.requested_size = size;
   sample.weight_bytes = decision.timing_only ? 0 : decision.weight_bytes;
   sample.address = reinterpret_cast<uintptr_t>(address);
+  // Entered into the live set whether or not the append succeeds: the
+  // set's sweeps re-send what the ring lost.
+  const uint32_t entry =
+      decision.timing_only ? kNoEntry : ReserveLiveEntry(sample.address);
+  if (entry == kNoEntry && !decision.timing_only) {
+    sample.flags |= ringfile::kSampleUntracked;
+  }
   const bool recorded = AppendRecord(
       ringfile::RecordType::kAllocSample, &sample, sizeof(sample), frames,
       static_cast<uint32_t>(sizeof(uint64_t) * frame_count));
@@ -101,14 +109,17 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
     // slot was busy): its weight still counts, as a LostSamples record.
     CountLostSample(decision.weight_bytes);
   }
-  if (recorded && !decision.timing_only && FreeTrackingOn()) {
-    RememberSampledAddress(sample.address);
+  if (entry != kNoEntry) {
+    LiveSetPublish(entry, sample.monotonic_ns, sample.tid, sample.flags,
+                   sample.requested_size, sample.weight_bytes, sample.address,
+                   frames, sample.frame_count);
   }
   const AllocationStackHook hook = g_stack_hook.load(std::memory_order_acquire);
   if (hook != nullptr) hook(frames, frame_count, truncated, decision.now_ns);
 
   FlushLostSamples();
   MaybeReemitModules(decision.now_ns);
+  MaybeSweepLiveSet(decision.now_ns);
 }
 
 }  // namespace emitter

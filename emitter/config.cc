@@ -141,13 +141,13 @@ void LoadConfig(EnvLookup lookup, ReportLine report,
   }
 
   if (const char* text = lookup("RINGPROF_TRACK_FREES")) {
-    if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0 ||
-        strcmp(text, "yes") == 0) {
-      config->track_frees = true;
-    } else if (!(text[0] == '\0' || strcmp(text, "0") == 0 ||
-                 strcmp(text, "false") == 0 || strcmp(text, "no") == 0)) {
+    if (strcmp(text, "0") == 0 || strcmp(text, "false") == 0 ||
+        strcmp(text, "no") == 0) {
+      config->track_frees = false;
+    } else if (!(text[0] == '\0' || strcmp(text, "1") == 0 ||
+                 strcmp(text, "true") == 0 || strcmp(text, "yes") == 0)) {
       ReportBad(report, "RINGPROF_TRACK_FREES", text,
-                "1/true/yes or 0/false/no", "0 (off)");
+                "1/true/yes or 0/false/no", "1 (on)");
     }
   }
 

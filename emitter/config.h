@@ -45,9 +45,9 @@ struct Config {
   // RINGPROF_MAX_SAMPLES_PER_SEC: process-wide cap on timing samples per
   // second (allocation samples are never capped: that would bias weights).
   int max_samples_per_sec = 2000;
-  // RINGPROF_TRACK_FREES=1: FreeSampled records for frees of sampled
-  // allocations (in-use heap); see free_tracker.h.
-  bool track_frees = false;
+  // RINGPROF_TRACK_FREES (default on): the live set and FreeSampled records
+  // for the in-use heap; see free_tracker.h and live_set.h.
+  bool track_frees = true;
 };
 
 // Returns the value of an environment variable or nullptr.

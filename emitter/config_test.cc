@@ -45,7 +45,7 @@ TEST_F(ConfigTest, DefaultsWithEmptyEnvironment) {
   EXPECT_EQ(config.file_mode, 0600u);
   EXPECT_EQ(config.min_samples_per_sec, 100);
   EXPECT_EQ(config.max_samples_per_sec, 2000);
-  EXPECT_FALSE(config.track_frees);
+  EXPECT_TRUE(config.track_frees);
   EXPECT_TRUE(lines_.empty());
 }
 
@@ -58,7 +58,7 @@ TEST_F(ConfigTest, ValidValuesAreTaken) {
           {"RINGPROF_FILE_MODE", "0640"},
           {"RINGPROF_MIN_SAMPLES_PER_SEC", "0"},
           {"RINGPROF_MAX_SAMPLES_PER_SEC", "50"},
-          {"RINGPROF_TRACK_FREES", "1"}};
+          {"RINGPROF_TRACK_FREES", "0"}};
   const Config config = Load();
   EXPECT_STREQ(config.dir, "/dev/shm/rings");  // trailing slash dropped
   EXPECT_STREQ(config.service_name, "checkout");
@@ -68,7 +68,7 @@ TEST_F(ConfigTest, ValidValuesAreTaken) {
   EXPECT_EQ(config.file_mode, 0640u);
   EXPECT_EQ(config.min_samples_per_sec, 0);
   EXPECT_EQ(config.max_samples_per_sec, 50);
-  EXPECT_TRUE(config.track_frees);
+  EXPECT_FALSE(config.track_frees);
   EXPECT_TRUE(lines_.empty());
 }
 

@@ -1,44 +1,59 @@
-// Opt-in (RINGPROF_TRACK_FREES=1): FreeSampled records for the frees of
-// sampled allocations, from which the collector can estimate the in-use
-// heap (each sample's weight stays "in use" until its address is freed).
+// The free side of the in-use heap (on by default; RINGPROF_TRACK_FREES=0
+// turns it off): every free() and realloc() asks the live set whether the
+// block was a tracked allocation sample, and if so appends FreeSampled
+// *before* the allocator sees the pointer, so the address cannot be reused
+// and sampled again before its free is recorded.
 //
-// A fixed lock-free open-addressing set (kSlots addresses) remembers the
-// addresses of recorded allocation samples; free() and realloc() look the
-// pointer up there and report it *before* handing it to glibc, so the
-// address cannot be reused and sampled again before its free is recorded.
-// Probing is bounded (kMaxProbes): when the set is that crowded a sampled
-// address is not remembered and its free goes unreported (the collector
-// then over-estimates the in-use heap by that sample's weight).
-//
-// Cost: off (the default), free() pays one load of a global flag and a
-// predicted branch. On, every free() also hashes its pointer and reads one
-// or a few slots of a 128 KiB table.
+// Cost: the check (FreeNeedsTracking) is inlined into the interposer: a
+// multiply, a shift and one byte load from live_set.h's filter, false for
+// every address that was never sampled (bar filter collisions). With
+// tracking off the filter stays all-zero, so the same test fails.
 //
 // All functions are lock-free, allocation-free and async-signal-safe.
 #ifndef RINGPROF_EMITTER_FREE_TRACKER_H_
 #define RINGPROF_EMITTER_FREE_TRACKER_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+
+#include "emitter/live_set.h"
 
 namespace ringprof {
 namespace emitter {
 
-inline constexpr int kFreeTrackerSlots = 1 << 14;
-inline constexpr int kFreeTrackerMaxProbes = 16;
-
+// Set once at start: allocation samples are entered into the live set.
 extern std::atomic<bool> g_free_tracking;
 
 inline bool FreeTrackingOn() {
   return g_free_tracking.load(std::memory_order_relaxed);
 }
 
-// After an allocation sample at `address` was recorded.
-void RememberSampledAddress(uint64_t address);
+// The interposer's one-line hook: true (rarely) when `ptr` must go through
+// OnFreeOfPossiblySampled / the realloc pair below. Null is never live.
+inline bool FreeNeedsTracking(const void* ptr) {
+  return __builtin_expect(MaybeLive(reinterpret_cast<uintptr_t>(ptr)), 0) &&
+         ptr != nullptr;
+}
 
-// Before `address` (non-null) is freed or reallocated: appends FreeSampled
-// when it was a remembered sample.
+// Before `address` is freed: appends FreeSampled when it was live.
 void OnFreeOfPossiblySampled(uint64_t address);
+
+// realloc of a possibly sampled block: BeforeRealloc detaches it (and reads
+// the free's timestamp while the address is still ours); AfterRealloc
+// reports the free when the old block is gone (`succeeded`), or puts it
+// back when realloc failed and the block lives on.
+struct PendingRealloc {
+  uint32_t entry = kNoEntry;
+  uint64_t address = 0;
+  uint64_t free_ns = 0;
+};
+PendingRealloc BeforeRealloc(uint64_t address);
+void AfterRealloc(const PendingRealloc& pending, bool succeeded);
+
+// The sampled path: reserve before appending the AllocSample (kNoEntry:
+// flag it kSampleUntracked), publish after.
+uint32_t ReserveLiveEntry(uint64_t address);
 
 }  // namespace emitter
 }  // namespace ringprof

@@ -24,14 +24,17 @@
 
 namespace {
 
+using ringprof::emitter::AfterRealloc;
 using ringprof::emitter::AllocationNeedsSample;
+using ringprof::emitter::BeforeRealloc;
 using ringprof::emitter::BootstrapAllocate;
 using ringprof::emitter::BootstrapBlockSize;
-using ringprof::emitter::FreeTrackingOn;
+using ringprof::emitter::FreeNeedsTracking;
 using ringprof::emitter::g_next;
 using ringprof::emitter::InBootstrapArena;
 using ringprof::emitter::NextReady;
 using ringprof::emitter::OnFreeOfPossiblySampled;
+using ringprof::emitter::PendingRealloc;
 using ringprof::emitter::SampleAllocation;
 
 // The rare path of every entry point: allocate, then record on success.
@@ -46,12 +49,26 @@ __attribute__((always_inline)) inline void* AllocateAndSample(
   return ptr;
 }
 
-// Before a block is freed or moved: reported first, so that its address
-// cannot be reused and sampled again before the free is recorded.
+// Before a block is freed: reported first, so that its address cannot be
+// reused and sampled again before the free is recorded. The test is one
+// byte load (free_tracker.h).
 __attribute__((always_inline)) inline void BeforeFree(void* ptr) {
-  if (__builtin_expect(FreeTrackingOn(), 0) && ptr != nullptr) {
+  if (FreeNeedsTracking(ptr)) {
     OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
   }
+}
+
+// A resize that may move or free a sampled block (realloc, rallocx): the
+// block is taken out of the live set first and put back if the resize
+// failed (it then lives on); `resize` returns the result.
+template <typename Resize>
+__attribute__((noinline)) void* ResizeSampled(void* ptr, bool frees,
+                                              Resize resize) {
+  const PendingRealloc pending =
+      BeforeRealloc(reinterpret_cast<uintptr_t>(ptr));
+  void* result = resize();
+  AfterRealloc(pending, result != nullptr || frees);
+  return result;
 }
 
 // realloc of a bootstrap block: a fresh block from `allocate`, the old
@@ -109,15 +126,18 @@ RINGPROF_EXPORT void* realloc(void* ptr, size_t size) {
     });
   }
   if (__builtin_expect(!NextReady(), 0)) return BootstrapAllocate(size, 16);
-  // The old block may move or be freed: its free is reported first (if
-  // realloc then fails, the block lives on unreported; rare).
-  BeforeFree(ptr);
-  // realloc(p, 0) frees p: not an allocation.
-  if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return g_next.realloc(ptr, size);
-  }
-  return AllocateAndSample(size,
-                           [ptr, size] { return g_next.realloc(ptr, size); });
+  auto resize = [ptr, size]() -> void* {
+    // realloc(p, 0) frees p: not an allocation.
+    if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
+      return g_next.realloc(ptr, size);
+    }
+    return AllocateAndSample(size,
+                             [ptr, size] { return g_next.realloc(ptr, size); });
+  };
+  // A sampled old block: reported freed only if realloc succeeds (or, with
+  // size 0, frees it).
+  if (FreeNeedsTracking(ptr)) return ResizeSampled(ptr, size == 0, resize);
+  return resize();
 }
 
 RINGPROF_EXPORT void* reallocarray(void* ptr, size_t count, size_t size) {
@@ -224,12 +244,15 @@ RINGPROF_EXPORT void* rallocx(void* ptr, size_t size, int flags) {
     });
   }
   if (!NextReady()) return nullptr;
-  BeforeFree(ptr);
-  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return g_next.rallocx(ptr, size, flags);
-  }
-  return AllocateAndSample(
-      size, [ptr, size, flags] { return g_next.rallocx(ptr, size, flags); });
+  auto resize = [ptr, size, flags]() -> void* {
+    if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+      return g_next.rallocx(ptr, size, flags);
+    }
+    return AllocateAndSample(
+        size, [ptr, size, flags] { return g_next.rallocx(ptr, size, flags); });
+  };
+  if (FreeNeedsTracking(ptr)) return ResizeSampled(ptr, false, resize);
+  return resize();
 }
 
 RINGPROF_EXPORT size_t xallocx(void* ptr, size_t size, size_t extra,

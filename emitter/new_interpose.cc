@@ -6,7 +6,7 @@
 // operator new of an allocator's own (ProbeNewMode): the wrapper samples
 // only where malloc would not, so every allocation is counted once.
 // Deletes are forwarded likewise; where new allocates on its own they
-// report the free first (RINGPROF_TRACK_FREES).
+// report the free first (free_tracker.h).
 //
 // Definitions at the ABI level (std::nothrow_t& is a pointer,
 // std::align_val_t a size_t), so that no libstdc++ header or runtime is
@@ -27,7 +27,7 @@
 namespace {
 
 using ringprof::emitter::AllocationNeedsSample;
-using ringprof::emitter::FreeTrackingOn;
+using ringprof::emitter::FreeNeedsTracking;
 using ringprof::emitter::g_next;
 using ringprof::emitter::kNewOwn;
 using ringprof::emitter::kNewViaMalloc;
@@ -103,7 +103,7 @@ __attribute__((always_inline)) inline void BeforeDelete(bool aligned,
                                                         void* ptr) {
   if ((aligned ? g_next.aligned_new_mode : g_next.new_mode)
               .load(std::memory_order_relaxed) != kNewViaMalloc &&
-      __builtin_expect(FreeTrackingOn(), 0) && ptr != nullptr) {
+      FreeNeedsTracking(ptr)) {
     OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
   }
 }

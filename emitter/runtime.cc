@@ -22,6 +22,7 @@
 #include "emitter/config.h"
 #include "emitter/free_tracker.h"
 #include "emitter/libc_features.h"
+#include "emitter/live_set.h"
 #include "emitter/module_map.h"
 #include "emitter/ring_dir_cap.h"
 #include "emitter/sample_clock.h"
@@ -110,10 +111,13 @@ void MakeDirectories(const char* dir, mode_t mode) {
   }
 }
 
-// The smallest slot that holds a full-depth sample or a module record.
+// The smallest slot that holds a full-depth sample (the largest with a
+// stack: a live-set re-send) or a module record.
 uint32_t MinSlotSizeFor(int max_frames) {
+  static_assert(sizeof(ringfile::LiveSample) >= sizeof(ringfile::AllocSample),
+                "");
   const uint32_t sample = sizeof(ringfile::SlotHeader) +
-                          sizeof(ringfile::AllocSample) +
+                          sizeof(ringfile::LiveSample) +
                           8u * static_cast<uint32_t>(max_frames);
   // Room for a module path of kMaxModulePathSize as well.
   const uint32_t module = sizeof(ringfile::SlotHeader) +
@@ -320,15 +324,21 @@ bool OpenPendingRing() {
 
 }  // namespace
 
-bool AppendRecord(ringfile::RecordType type, const void* head,
-                  uint32_t head_size, const void* tail, uint32_t tail_size) {
+bool AppendRecordInRing(uint32_t shard, ringfile::RecordType type,
+                        const void* head, uint32_t head_size, const void* tail,
+                        uint32_t tail_size) {
   if (!g_enabled.load(std::memory_order_acquire) &&
       !(g_ring_pending.load(std::memory_order_relaxed) && CreatesRing(type) &&
         OpenPendingRing())) {
     return false;
   }
-  return g_writer->TryAppend(type, head, head_size, tail, tail_size,
-                             CurrentTid());
+  return g_writer->TryAppend(type, head, head_size, tail, tail_size, shard);
+}
+
+bool AppendRecord(ringfile::RecordType type, const void* head,
+                  uint32_t head_size, const void* tail, uint32_t tail_size) {
+  return AppendRecordInRing(CurrentTid(), type, head, head_size, tail,
+                            tail_size);
 }
 
 uint32_t CurrentTid() {
@@ -396,7 +406,9 @@ void StartSession() {
   // The file is created by the first sample (OpenPendingRing).
   g_ring_pending.store(true, std::memory_order_release);
   RecordLoadedModules();  // the table only: nothing is written yet
-  g_free_tracking.store(g_config.track_frees, std::memory_order_relaxed);
+  g_free_tracking.store(
+      g_config.track_frees && LiveSetInit(g_config.max_frames),
+      std::memory_order_relaxed);
 }
 
 void CreatePendingRing() {
@@ -408,6 +420,8 @@ void EndSession(int exit_status) {
   g_ring_pending.store(false, std::memory_order_relaxed);
   if (!g_enabled.load(std::memory_order_acquire)) return;
   FlushLostSamples();
+  // What is still allocated at exit, for leak reports (FORMAT.md §5.1).
+  if (FreeTrackingOn()) SweepLiveSetNow();
   ringfile::ProcessEnd end;
   end.monotonic_ns = MonotonicNowNs();
   end.exit_status = exit_status;
@@ -421,6 +435,7 @@ void EndSession(int exit_status) {
 void RestartSessionInForkChild() {
   // The child's only thread inherited the forking thread's TLS.
   ResetModuleMapAfterFork();
+  ResetLiveSetSweepAfterFork();
   tls_thread_state.tid = 0;
   tls_thread_state.name_generation = 0;
   g_lost_samples.store(0, std::memory_order_relaxed);

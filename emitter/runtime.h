@@ -23,6 +23,12 @@ bool Enabled();
 bool AppendRecord(ringfile::RecordType type, const void* head,
                   uint32_t head_size, const void* tail, uint32_t tail_size);
 
+// The same into ring `shard mod ring count` instead of the calling thread's
+// (live-set sweeps spread their records over every ring).
+bool AppendRecordInRing(uint32_t shard, ringfile::RecordType type,
+                        const void* head, uint32_t head_size, const void* tail,
+                        uint32_t tail_size);
+
 // The calling thread's kernel tid, cached in initial-exec TLS.
 uint32_t CurrentTid();
 

@@ -353,6 +353,17 @@ TEST_F(DecodeTest, ThreadNameFields) {
               absl::StatusCode::kInvalidArgument, "name_size 65");
 }
 
+TEST_F(DecodeTest, LiveSampleFramesMustMatchThePayload) {
+  LiveSample head = {};
+  head.frame_count = 2;
+  EXPECT_TRUE(DecodeLiveSample(Make(RecordType::kLiveSample, head, 16)).ok());
+  ExpectError(
+      DecodeLiveSample(Make(RecordType::kLiveSample, head, 24)).status(),
+      absl::StatusCode::kInvalidArgument, "LiveSample: frame_count 2");
+  head.frame_count = 0xffff;
+  EXPECT_FALSE(DecodeLiveSample(Make(RecordType::kLiveSample, head, 16)).ok());
+}
+
 TEST_F(DecodeTest, LabelSizesMustAddUp) {
   Label head = {};
   head.key_size = 3;
@@ -384,6 +395,11 @@ TEST_F(DecodeTest, FixedSizeRecordsMustBeExact) {
   ThreadExit thread_exit = {};
   EXPECT_FALSE(
       DecodeThreadExit(Make(RecordType::kThreadExit, thread_exit, 8)).ok());
+  LiveSweepEnd sweep_end = {};
+  EXPECT_TRUE(
+      DecodeLiveSweepEnd(Make(RecordType::kLiveSweepEnd, sweep_end, 0)).ok());
+  EXPECT_FALSE(
+      DecodeLiveSweepEnd(Make(RecordType::kLiveSweepEnd, sweep_end, 8)).ok());
   // And the wrong type for the decoder.
   ExpectError(
       DecodeThreadExit(Make(RecordType::kProcessEnd, thread_exit, 0)).status(),

@@ -129,19 +129,21 @@ inline constexpr uint64_t kCommittedSequence(uint64_t index) {
 }
 
 enum class RecordType : uint32_t {
-  kAllocSample = 1,  // AllocSample + frames
-  kFreeSampled = 2,  // FreeSampled
-  kCpuSample = 3,    // CpuSample + frames
-  kModuleMap = 4,    // ModuleMap + path bytes
-  kModuleUnmap = 5,  // ModuleUnmap
-  kThreadName = 6,   // ThreadName + name bytes
-  kLabel = 7,        // Label + key bytes + value bytes
-  kLostSamples = 8,  // LostSamples
-  kProcessEnd = 9,   // ProcessEnd
-  kThreadExit = 10,  // ThreadExit
+  kAllocSample = 1,    // AllocSample + frames
+  kFreeSampled = 2,    // FreeSampled
+  kCpuSample = 3,      // CpuSample + frames
+  kModuleMap = 4,      // ModuleMap + path bytes
+  kModuleUnmap = 5,    // ModuleUnmap
+  kThreadName = 6,     // ThreadName + name bytes
+  kLabel = 7,          // Label + key bytes + value bytes
+  kLostSamples = 8,    // LostSamples
+  kProcessEnd = 9,     // ProcessEnd
+  kThreadExit = 10,    // ThreadExit
+  kLiveSweepEnd = 11,  // LiveSweepEnd
+  kLiveSample = 12,    // LiveSample + frames
 };
 // Readers skip (and count) record types above this they do not know.
-inline constexpr uint32_t kMaxKnownRecordType = 10;
+inline constexpr uint32_t kMaxKnownRecordType = 12;
 
 // Sample flags.
 inline constexpr uint16_t kSampleTruncated = 1u << 0;  // deeper than captured
@@ -153,6 +155,9 @@ inline constexpr uint16_t kSampleTimingOnly = 1u << 1;
 // allocation's and its weight the thread CPU time since the previous
 // CpuSample, like any other.
 inline constexpr uint16_t kSampleAtAllocation = 1u << 2;
+// AllocSample: the emitter's live set was full, so this allocation's free
+// will not be reported and it is never re-sent: not part of the in-use heap.
+inline constexpr uint16_t kSampleUntracked = 1u << 3;
 
 // Payloads: fixed part, then a variable tail. frames[0] is the leaf (the
 // innermost return address); all frames are absolute instruction addresses.
@@ -250,6 +255,37 @@ struct ThreadExit {
   uint32_t reserved;
 };
 static_assert(sizeof(ThreadExit) == 16, "");
+
+// In-use heap (FORMAT.md, "The live set"). The emitter keeps every tracked
+// allocation sample until its free and re-sends the whole set in sweeps:
+// one LiveSample per entry, then one LiveSweepEnd, all in ring 0 so that a
+// reader sees them in order.
+struct LiveSample {
+  uint64_t monotonic_ns;  // when the sweep copied the entry (still live then)
+  uint64_t alloc_ns;      // monotonic_ns of the entry's AllocSample
+  uint64_t sweep_id;      // the sweep this copy belongs to (>= 1)
+  uint32_t tid;           // allocating thread
+  uint16_t frame_count;
+  uint16_t flags;  // the AllocSample's flags
+  uint64_t requested_size;
+  uint64_t weight_bytes;
+  uint64_t address;
+  // uint64_t frames[frame_count];  (the AllocSample's stack)
+};
+static_assert(sizeof(LiveSample) == 56, "");
+
+struct LiveSweepEnd {
+  uint64_t monotonic_ns;  // when the sweep ended
+  uint64_t begin_ns;      // when it began (before the first entry was read)
+  uint64_t sweep_id;
+  // LiveSample records of this sweep the writer appended: a reader that
+  // received exactly this many knows it saw the whole live set.
+  uint64_t entries;
+  // Allocation samples the live set could not hold since the process
+  // started (flagged kSampleUntracked).
+  uint64_t untracked;
+};
+static_assert(sizeof(LiveSweepEnd) == 40, "");
 
 }  // namespace ringfile
 }  // namespace ringprof

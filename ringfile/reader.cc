@@ -475,6 +475,10 @@ const char* TypeName(RecordType type) {
       return "ProcessEnd";
     case RecordType::kThreadExit:
       return "ThreadExit";
+    case RecordType::kLiveSweepEnd:
+      return "LiveSweepEnd";
+    case RecordType::kLiveSample:
+      return "LiveSample";
   }
   return "unknown";
 }
@@ -639,6 +643,22 @@ absl::StatusOr<ProcessEnd> DecodeProcessEnd(const RecordView& record) {
 
 absl::StatusOr<ThreadExit> DecodeThreadExit(const RecordView& record) {
   return DecodeFixedOnly<ThreadExit>(record, RecordType::kThreadExit);
+}
+
+absl::StatusOr<LiveSweepEnd> DecodeLiveSweepEnd(const RecordView& record) {
+  return DecodeFixedOnly<LiveSweepEnd>(record, RecordType::kLiveSweepEnd);
+}
+
+absl::StatusOr<LiveSampleView> DecodeLiveSample(const RecordView& record) {
+  LiveSampleView view;
+  absl::Status status = DecodeHead(record, RecordType::kLiveSample, view.head);
+  if (!status.ok()) return status;
+  absl::StatusOr<absl::Span<const uint64_t>> frames =
+      DecodeFrames(record, RecordType::kLiveSample, sizeof(LiveSample),
+                   view.head.frame_count);
+  if (!frames.ok()) return frames.status();
+  view.frames = *frames;
+  return view;
 }
 
 absl::StatusOr<std::unique_ptr<RingReader>> RingReader::Open(

@@ -68,6 +68,10 @@ struct ModuleMapView {
   absl::string_view path;
   absl::Span<const uint8_t> build_id;
 };
+struct LiveSampleView {
+  LiveSample head;
+  absl::Span<const uint64_t> frames;
+};
 struct ThreadNameView {
   ThreadName head;
   absl::string_view name;
@@ -90,6 +94,8 @@ absl::StatusOr<LabelView> DecodeLabel(const RecordView& record);
 absl::StatusOr<LostSamples> DecodeLostSamples(const RecordView& record);
 absl::StatusOr<ProcessEnd> DecodeProcessEnd(const RecordView& record);
 absl::StatusOr<ThreadExit> DecodeThreadExit(const RecordView& record);
+absl::StatusOr<LiveSweepEnd> DecodeLiveSweepEnd(const RecordView& record);
+absl::StatusOr<LiveSampleView> DecodeLiveSample(const RecordView& record);
 
 struct PollOptions {
   // Upper bound of records delivered by one Poll (keeps a call bounded).

@@ -72,6 +72,14 @@ class DecodingVisitor : public RecordVisitor {
         return DecodeProcessEnd(record).status();
       case RecordType::kThreadExit:
         return DecodeThreadExit(record).status();
+      case RecordType::kLiveSweepEnd:
+        return DecodeLiveSweepEnd(record).status();
+      case RecordType::kLiveSample: {
+        auto view = DecodeLiveSample(record);
+        if (!view.ok()) return view.status();
+        for (uint64_t frame : view->frames) touched_ += frame;
+        return absl::OkStatus();
+      }
     }
     return absl::InternalError("reader delivered an unknown record type");
   }
@@ -132,6 +140,12 @@ std::string BuildTemplate() {
                    1);
   ThreadExit thread_exit = {};
   writer.TryAppend(RecordType::kThreadExit, &thread_exit, sizeof(thread_exit),
+                   nullptr, 0, 1);
+  LiveSample live = {};
+  live.frame_count = 2;
+  writer.TryAppend(RecordType::kLiveSample, &live, sizeof(live), frames, 16, 1);
+  LiveSweepEnd sweep_end = {};
+  writer.TryAppend(RecordType::kLiveSweepEnd, &sweep_end, sizeof(sweep_end),
                    nullptr, 0, 1);
   ProcessEnd end = {};
   writer.TryAppend(RecordType::kProcessEnd, &end, sizeof(end), nullptr, 0, 1);

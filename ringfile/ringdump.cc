@@ -173,6 +173,25 @@ class PrintingVisitor : public RecordVisitor {
         return absl::StrFormat("%s ThreadExit tid=%u", Time(r->monotonic_ns),
                                r->tid);
       }
+      case RecordType::kLiveSweepEnd: {
+        auto r = DecodeLiveSweepEnd(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat(
+            "%s LiveSweepEnd sweep=%u began=%s entries=%u untracked=%u",
+            Time(r->monotonic_ns), r->sweep_id, Time(r->begin_ns), r->entries,
+            r->untracked);
+      }
+      case RecordType::kLiveSample: {
+        auto r = DecodeLiveSample(record);
+        if (!r.ok()) return Bad(r);
+        return absl::StrFormat(
+            "%s LiveSample sweep=%u allocated=%s tid=%u size=%u weight=%u "
+            "address=%#x frames=%u%s",
+            Time(r->head.monotonic_ns), r->head.sweep_id,
+            Time(r->head.alloc_ns), r->head.tid, r->head.requested_size,
+            r->head.weight_bytes, r->head.address, r->head.frame_count,
+            Frames(r->frames));
+      }
     }
     return absl::StrFormat("type %u (unknown)",
                            static_cast<uint32_t>(record.type));

@@ -195,6 +195,40 @@ TEST_F(RoundTripTest, FixedSizeRecords) {
   EXPECT_EQ(e->monotonic_ns, 5u);
 }
 
+TEST_F(RoundTripTest, LiveSetRecords) {
+  LiveSample live = {};
+  live.monotonic_ns = 10;
+  live.alloc_ns = 7;
+  live.sweep_id = 3;
+  live.tid = 5;
+  live.frame_count = 2;
+  live.requested_size = 100;
+  live.weight_bytes = 4096;
+  live.address = 0xabc0;
+  const uint64_t frames[2] = {0x401000, 0x402000};
+  ASSERT_TRUE(writer_.TryAppend(RecordType::kLiveSample, &live, sizeof(live),
+                                frames, sizeof(frames), 0));
+  LiveSweepEnd end = {};
+  end.monotonic_ns = 11;
+  end.begin_ns = 9;
+  end.sweep_id = 3;
+  end.entries = 1;
+  ASSERT_TRUE(AppendFixed(writer_, RecordType::kLiveSweepEnd, end));
+  std::vector<OwnedRecord> records = ReadAll();
+  ASSERT_EQ(records.size(), 2u);
+  absl::StatusOr<LiveSampleView> view = DecodeLiveSample(records[0].view());
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->head.alloc_ns, 7u);
+  EXPECT_EQ(view->head.sweep_id, 3u);
+  EXPECT_EQ(view->head.weight_bytes, 4096u);
+  EXPECT_EQ(view->head.address, 0xabc0u);
+  EXPECT_THAT(view->frames, ElementsAre(0x401000, 0x402000));
+  absl::StatusOr<LiveSweepEnd> e = DecodeLiveSweepEnd(records[1].view());
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->begin_ns, 9u);
+  EXPECT_EQ(e->entries, 1u);
+}
+
 TEST_F(RoundTripTest, ThreadNameAndLabel) {
   ThreadName name = {};
   name.tid = 12;

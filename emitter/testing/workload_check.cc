@@ -448,7 +448,7 @@ void CheckStorm(const RunResult& run, const std::vector<RingContents>& rings,
                      timing_samples, " timing-only, lost ", ring->lost_samples,
                      ")"));
 
-  // RINGPROF_TRACK_FREES=1 (set for this scenario): the storm frees
+  // In-use tracking is on by default: the storm frees
   // everything, so every recorded allocation sample gets its FreeSampled,
   // and no FreeSampled names an address that was not sampled.
   std::set<uint64_t> sampled_addresses;
@@ -795,7 +795,6 @@ int Main(int argc, char** argv) {
       // Room for every record of the run: the checks need a complete ring.
       "RINGPROF_RING_KIB=65536",
   };
-  if (scenario == "storm") env.push_back("RINGPROF_TRACK_FREES=1");
   if (scenario == "forkstorm") {
     env.push_back("RINGPROF_SAMPLE_BYTES=4096");
     // Small rings: 40 children each populate their own file.
