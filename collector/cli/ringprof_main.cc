@@ -253,6 +253,10 @@ void PrintLocalOutput(const LocalSink& local, const LocalOutput& out,
     std::fprintf(stderr, "ringprof: memory flame graph: %s\n",
                  out.memory_flamegraph.c_str());
   }
+  if (!out.inuse_flamegraph.empty()) {
+    std::fprintf(stderr, "ringprof: live at exit:       %s\n",
+                 out.inuse_flamegraph.c_str());
+  }
   if (!out.top_table.empty()) {
     std::fprintf(stderr, "\n%s", out.top_table.c_str());
   } else if (fate != nullptr && absl::StartsWith(*fate, "was killed")) {

@@ -1,6 +1,7 @@
 #include "collector/profile/pprof_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <utility>
 
@@ -54,7 +55,11 @@ ProfileSpec CpuProfileSpec(int64_t period_ns) {
 
 ProfileSpec MemoryProfileSpec() {
   ProfileSpec spec;
-  spec.sample_types = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}};
+  // Go's heap profile's types, in its order (pyroscope-go sends the same).
+  spec.sample_types = {{"alloc_objects", "count"},
+                       {"alloc_space", "bytes"},
+                       {"inuse_objects", "count"},
+                       {"inuse_space", "bytes"}};
   spec.period_type = {"space", "bytes"};
   // The emitter's sampling interval is not known here, and values are
   // already unbiased estimates, so the period carries no information.
@@ -151,11 +156,33 @@ void PprofBuilder::AddSample(absl::Span<const LocationId> stack,
   }
 }
 
-std::vector<size_t> PprofBuilder::SamplesByPrimaryValue() const {
+std::vector<size_t> PprofBuilder::SamplesByRank() const {
+  // A sample's rank is its largest share of any value's total, so a stack
+  // that matters in one column (e.g. in-use bytes of memory allocated in
+  // earlier windows, with no allocated bytes now) is kept as surely as one
+  // that matters in the primary column. Ties: the primary value.
+  const size_t columns = spec_.sample_types.size();
+  std::vector<double> totals(columns, 0);
+  for (const Sample& s : samples_) {
+    for (size_t i = 0; i < columns && i < s.values.size(); ++i) {
+      totals[i] += std::abs(static_cast<double>(s.values[i]));
+    }
+  }
+  std::vector<double> rank(samples_.size(), 0);
+  for (size_t k = 0; k < samples_.size(); ++k) {
+    const auto& values = samples_[k].values;
+    for (size_t i = 0; i < columns && i < values.size(); ++i) {
+      if (totals[i] > 0) {
+        rank[k] = std::max(
+            rank[k], std::abs(static_cast<double>(values[i])) / totals[i]);
+      }
+    }
+  }
   std::vector<size_t> order(samples_.size());
   std::iota(order.begin(), order.end(), 0);
   const size_t primary = static_cast<size_t>(spec_.primary_value);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (rank[a] != rank[b]) return rank[a] > rank[b];
     const auto& va = samples_[a].values;
     const auto& vb = samples_[b].values;
     int64_t pa = primary < va.size() ? va[primary] : 0;
@@ -235,7 +262,7 @@ perftools::profiles::Profile PprofBuilder::Emit(size_t keep) const {
     return location_out[id] = out->id();
   };
 
-  std::vector<size_t> order = SamplesByPrimaryValue();
+  std::vector<size_t> order = SamplesByRank();
   // Mappings in the order they were interned (callers intern the main
   // binary first: pprof treats the first mapping as the program).
   std::vector<bool> mapping_used(mappings_.size() + 1, false);

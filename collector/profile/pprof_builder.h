@@ -9,9 +9,10 @@
 //   * at most `max_frames` locations per sample (deeper stacks keep their
 //     innermost frames under a synthetic "[truncated]" root);
 //   * at most `max_samples` samples and `max_bytes` serialized: identical
-//     stacks are aggregated, and if that is not enough the smallest stacks
-//     are folded into one "[trimmed]" sample, so the totals are preserved and
-//     the profile is never invalid.
+//     stacks are aggregated, and if that is not enough the least significant
+//     stacks (smallest share of every value's total) are folded into one
+//     "[trimmed]" sample, so the totals are preserved and the profile is
+//     never invalid.
 //
 // Mappings, functions and locations are interned by content, so the same
 // builder merges profiles from several windows or processes (profile_merge).
@@ -45,14 +46,16 @@ struct ProfileSpec {
   int64_t period = 0;
   int64_t time_nanos = 0;
   int64_t duration_nanos = 0;
-  // Index into sample_types that orders samples when trimming (the largest
-  // are kept) and that flame graphs show by default.
+  // Index into sample_types that pprof shows by default
+  // (default_sample_type) and that breaks ties when trimming.
   int primary_value = 0;
 };
 
 // The profile kinds the collector produces.
 ProfileSpec CpuProfileSpec(int64_t period_ns);
-ProfileSpec MemoryProfileSpec();  // alloc_objects/count, alloc_space/bytes
+// alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+// inuse_space/bytes (Go's heap profile types; default alloc_space).
+ProfileSpec MemoryProfileSpec();
 
 struct MappingSpec {
   uint64_t memory_start = 0;
@@ -124,8 +127,9 @@ class PprofBuilder {
 
   uint32_t InternFunction(absl::string_view name, absl::string_view filename);
   perftools::profiles::Profile Emit(size_t keep) const;
-  // Sample indices sorted by primary value, largest first.
-  std::vector<size_t> SamplesByPrimaryValue() const;
+  // Sample indices, most significant first: by the largest share a sample
+  // has of any value's total (trimming keeps these), then primary value.
+  std::vector<size_t> SamplesByRank() const;
 
   ProfileSpec spec_;
   PyroscopeLimits limits_;

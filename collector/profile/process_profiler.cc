@@ -45,6 +45,15 @@ std::string Basename(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// A sample of an s-byte allocation standing for w bytes stands for about
+// w / s allocations (at least one; one when s is unknown; none for w = 0).
+int64_t ObjectsOf(int64_t weight, uint64_t requested_size) {
+  if (weight <= 0) return 0;
+  if (requested_size == 0) return 1;
+  return std::max<int64_t>(
+      1, std::llround(static_cast<double>(weight) / requested_size));
+}
+
 Counter& MalformedRecords() {
   static Counter& c = Metrics::Get().GetCounter(
       "ringprof_malformed_records_total",
@@ -212,10 +221,23 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       const ringfile::AllocSample& head = sample->head;
       SamplesRead().Add(1);
       const int64_t unix_ns = info_.ToRealtimeNs(head.monotonic_ns);
-      if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
+      if (!InRange(unix_ns)) return;
+      const int64_t weight = static_cast<int64_t>(head.weight_bytes);
+      const int64_t count = ObjectsOf(weight, head.requested_size);
+      const bool in_use =
+          weight > 0 && (head.flags & (ringfile::kSampleUntracked |
+                                       ringfile::kSampleTimingOnly)) == 0;
+      // A record a predecessor already counted is not counted again, but
+      // the in-use heap (idempotent per address) still takes it.
+      const bool replayed = Replayed(unix_ns, record);
+      if (replayed && !in_use) return;
       const uint32_t stack =
           InternStack(sample->frames, /*exact_leaf=*/false,
                       (head.flags & ringfile::kSampleTruncated) != 0);
+      if (in_use) {
+        inuse_.OnAlloc(head.monotonic_ns, head.address, stack, weight, count);
+      }
+      if (replayed) return;
       picker_.Add(head.tid, head.monotonic_ns, stack);
       Window& window = WindowAt(unix_ns);
       // Its tick may be picked later: it counts for checkpoints either way.
@@ -226,17 +248,8 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       }
       ++stats_.alloc_samples;
       auto& [objects, bytes] = Slot(window.alloc, stack);
-      const int64_t weight = static_cast<int64_t>(head.weight_bytes);
       bytes += weight;
-      // A sample of an s-byte allocation standing for w bytes stands for
-      // about w / s allocations (at least one; one when s is unknown).
-      if (weight > 0) {
-        objects += head.requested_size == 0
-                       ? 1
-                       : std::max<int64_t>(
-                             1, std::llround(static_cast<double>(weight) /
-                                             head.requested_size));
-      }
+      objects += count;
       return;
     }
     case RecordType::kCpuSample: {
@@ -306,8 +319,39 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       exit_status_ = end->exit_status;
       return;
     }
-    case RecordType::kFreeSampled:  // in-use profiles are not built (README)
-    case RecordType::kThreadName:   // no per-thread series by design
+    case RecordType::kFreeSampled: {
+      auto free_record = ringfile::DecodeFreeSampled(record);
+      if (!free_record.ok()) return malformed();
+      inuse_.OnFree(free_record->monotonic_ns, free_record->address);
+      return;
+    }
+    case RecordType::kLiveSample: {
+      auto live = ringfile::DecodeLiveSample(record);
+      if (!live.ok()) return malformed();
+      const ringfile::LiveSample& head = live->head;
+      const int64_t weight = static_cast<int64_t>(head.weight_bytes);
+      if (weight <= 0 || (head.flags & ringfile::kSampleTimingOnly) != 0) {
+        return;
+      }
+      const uint32_t stack =
+          InternStack(live->frames, /*exact_leaf=*/false,
+                      (head.flags & ringfile::kSampleTruncated) != 0);
+      inuse_.OnLive(head.monotonic_ns, head.sweep_id, head.alloc_ns,
+                    head.address, stack, weight,
+                    ObjectsOf(weight, head.requested_size));
+      // A window for this time, so that an idle process's snapshot is
+      // emitted.
+      WindowAt(info_.ToRealtimeNs(head.monotonic_ns));
+      return;
+    }
+    case RecordType::kLiveSweepEnd: {
+      auto end = ringfile::DecodeLiveSweepEnd(record);
+      if (!end.ok()) return malformed();
+      inuse_.OnSweepEnd(end->monotonic_ns, end->sweep_id, end->begin_ns,
+                        end->entries, end->untracked);
+      return;
+    }
+    case RecordType::kThreadName:  // no per-thread series by design
     case RecordType::kThreadExit:
     default:
       return;
@@ -442,6 +486,9 @@ void ProcessProfiler::Finish() {
 
 void ProcessProfiler::EmitWindowsBefore(int64_t unix_ns) {
   const bool final_flush = unix_ns == INT64_MAX;
+  // In-use is a snapshot per window: while anything is in use, a window
+  // without records (an idle stretch) still gets one.
+  if (!inuse_.empty()) FillIdleWindows(unix_ns);
   while (!windows_.empty()) {
     auto it = windows_.begin();
     const int64_t from = it->first * options_.window_ns;
@@ -530,6 +577,24 @@ std::optional<Checkpoint> ProcessProfiler::TakeCheckpoint(bool force) {
   checkpoint.cpu_timer = timer_mode_;
   checkpoint.cpu_period_ns = timer_period_ns_;
   return checkpoint;
+}
+
+void ProcessProfiler::FillIdleWindows(int64_t unix_ns) {
+  int64_t first = first_open_window_;
+  if (first == INT64_MIN) {
+    if (windows_.empty()) return;
+    first = windows_.begin()->first;
+  }
+  // Up to the last complete window, or at the end up to the last one.
+  int64_t last = unix_ns == INT64_MAX
+                     ? (windows_.empty() ? first - 1 : windows_.rbegin()->first)
+                     : FloorDiv(unix_ns, options_.window_ns) - 1;
+  // Bounded: timestamps are the workload's (a corrupt one must not make us
+  // build millions of windows); a longer idle stretch keeps its ends.
+  last = std::min(last, first + kMaxIdleWindows);
+  for (int64_t index = first; index <= last; ++index) {
+    windows_.try_emplace(index);
+  }
 }
 
 MappingSpec ProcessProfiler::MappingOf(const ModuleInfo& module) {
@@ -729,7 +794,11 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
              {{"ringprof_cpu_source", timer_mode_ ? "timer" : "alloc_ticks"}});
     }
   }
-  if (!window.alloc.empty()) {
+  // The in-use snapshot as of the window's end (everything, at the end of
+  // the process).
+  inuse_.ApplyBefore(final_window ? UINT64_MAX : MonotonicOf(until));
+  const auto inuse = inuse_.ByStack();
+  if (!window.alloc.empty() || !inuse.empty()) {
     ProfileSpec spec = MemoryProfileSpec();
     spec.time_nanos = from;
     spec.duration_nanos = until - from;
@@ -738,10 +807,20 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
     absl::flat_hash_map<uint32_t, uint32_t> memo;
     for (const auto& [id, values] : window.alloc) {
       AppendStack(id, builder, memo, stack);
-      builder.AddSample(stack, {values.first, values.second});
+      builder.AddSample(stack, {values.first, values.second, 0, 0});
+    }
+    for (const auto& [id, values] : inuse) {
+      AppendStack(id, builder, memo, stack);
+      builder.AddSample(stack, {0, 0, values.first, values.second});
     }
     if (!builder.empty()) submit("memory", builder, {});
   }
+}
+
+uint64_t ProcessProfiler::MonotonicOf(int64_t unix_ns) const {
+  const int64_t ns = unix_ns - static_cast<int64_t>(info_.created_realtime_ns) +
+                     static_cast<int64_t>(info_.created_monotonic_ns);
+  return ns < 0 ? 0 : static_cast<uint64_t>(ns);
 }
 
 }  // namespace collector

@@ -7,9 +7,12 @@
 //     tick-picked allocation samples (each pick worth one tick). Never both:
 //     the series label ringprof_cpu_source says which ("timer" or
 //     "alloc_ticks"). See collector/README.md for what each measures.
-//   * "memory" (alloc_objects/count, alloc_space/bytes) from allocation
-//     sample weights: alloc_space += weight_bytes, alloc_objects +=
-//     round(weight_bytes / requested_size) (at least 1).
+//   * "memory" (alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+//     inuse_space/bytes): alloc_* from the window's allocation samples
+//     (alloc_space += weight_bytes, alloc_objects += round(weight_bytes /
+//     requested_size), at least 1); inuse_* a snapshot of the process's
+//     in-use heap at the window's end (InUseTracker), emitted for every
+//     window while anything is in use.
 // Emitter-reported losses appear as a "[lost]" frame in the memory profile.
 //
 // Records may arrive in any order across threads; callers advance a
@@ -36,6 +39,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
+#include "collector/profile/inuse_tracker.h"
 #include "collector/profile/pprof_builder.h"
 #include "collector/profile/tick_picker.h"
 #include "collector/sink/sink.h"
@@ -148,6 +152,7 @@ class ProcessProfiler {
   std::optional<Checkpoint> TakeCheckpoint(bool force);
 
   const ProcessStats& stats() const { return stats_; }
+  const InUseTracker::Stats& inuse_stats() const { return inuse_.stats(); }
   const ringfile::FileInfo& info() const { return info_; }
   bool ended() const { return ended_; }
   int32_t exit_status() const { return exit_status_; }
@@ -219,6 +224,10 @@ class ProcessProfiler {
   bool Replayed(int64_t unix_ns, const ringfile::RecordView& record);
   void OnPick(uint64_t tick_ns, uint32_t tid, uint32_t stack);
   void EmitWindowsBefore(int64_t unix_ns);
+  // Creates the windows without records between the open ones and
+  // `unix_ns` (INT64_MAX: the last window), at most kMaxIdleWindows.
+  void FillIdleWindows(int64_t unix_ns);
+  static constexpr int64_t kMaxIdleWindows = 360;
   void EmitWindow(int64_t index, const Window& window, bool final_window);
   // End of a window's profile: the window's end, or for the final one, a
   // tick after its last event.
@@ -234,6 +243,8 @@ class ProcessProfiler {
       uint32_t location, PprofBuilder& builder,
       absl::flat_hash_map<uint32_t, uint32_t>& memo);
   std::vector<std::pair<std::string, std::string>> SeriesLabels() const;
+  // The process's CLOCK_MONOTONIC time of a wall-clock time.
+  uint64_t MonotonicOf(int64_t unix_ns) const;
 
   const ringfile::FileInfo info_;
   const ProcessProfilerOptions options_;
@@ -262,6 +273,7 @@ class ProcessProfiler {
   int32_t exit_status_ = -1;
   std::vector<std::pair<std::string, std::string>> process_labels_;
   const std::string session_id_;
+  InUseTracker inuse_;
   ProcessStats stats_;
   MemoryBudget* const budget_;
   uint64_t memory_bytes_ = 0;

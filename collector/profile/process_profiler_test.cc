@@ -135,6 +135,43 @@ class ProcessProfilerTest : public ::testing::Test {
     s.requested_size = size;
     ASSERT_TRUE(rt::AppendAllocSample(writer_, s, frames, tid));
   }
+  void AllocAt(uint64_t t, uint64_t address, std::vector<uint64_t> frames,
+               uint64_t weight) {
+    AllocSample s = {};
+    s.monotonic_ns = t;
+    s.tid = 1;
+    s.weight_bytes = weight;
+    s.requested_size = weight;
+    s.address = address;
+    ASSERT_TRUE(rt::AppendAllocSample(writer_, s, frames, 1));
+  }
+  void Free(uint64_t t, uint64_t address) {
+    ringfile::FreeSampled f = {};
+    f.monotonic_ns = t;
+    f.address = address;
+    ASSERT_TRUE(rt::AppendFixed(writer_, RecordType::kFreeSampled, f, 2));
+  }
+  void Live(uint64_t t, uint64_t sweep, uint64_t alloc_ns, uint64_t address,
+            std::vector<uint64_t> frames, uint64_t weight) {
+    ringfile::LiveSample s = {};
+    s.monotonic_ns = t;
+    s.alloc_ns = alloc_ns;
+    s.sweep_id = sweep;
+    s.frame_count = static_cast<uint16_t>(frames.size());
+    s.requested_size = weight;
+    s.weight_bytes = weight;
+    s.address = address;
+    ASSERT_TRUE(writer_.TryAppend(RecordType::kLiveSample, &s, sizeof(s),
+                                  frames.data(), 8 * frames.size(), 3));
+  }
+  void SweepEnd(uint64_t t, uint64_t sweep, uint64_t begin, uint64_t entries) {
+    ringfile::LiveSweepEnd e = {};
+    e.monotonic_ns = t;
+    e.sweep_id = sweep;
+    e.begin_ns = begin;
+    e.entries = entries;
+    ASSERT_TRUE(rt::AppendFixed(writer_, RecordType::kLiveSweepEnd, e, 0));
+  }
   void Cpu(uint32_t tid, uint64_t t, std::vector<uint64_t> frames) {
     CpuSample s = {};
     s.monotonic_ns = t;
@@ -202,6 +239,67 @@ TEST_F(ProcessProfilerTest, AllocationWeightsBecomeAllocSpaceAndObjects) {
   auto cpu = Named("process_cpu");
   ASSERT_FALSE(cpu.empty());
   EXPECT_EQ(cpu[0]->session_id, memory[0]->session_id);
+}
+
+// Memory profile columns: 0 alloc_objects, 1 alloc_space, 2 inuse_objects,
+// 3 inuse_space.
+TEST_F(ProcessProfilerTest, InUseIsASnapshotPerWindow) {
+  AllocAt(1 * kSec, 0x1000, {kHot, kMain}, 4096);
+  AllocAt(2 * kSec, 0x2000, {kCold, kMain}, 8192);
+  Free(12 * kSec, 0x1000);
+  Free(13 * kSec, 0x9990);  // not a known sample: ignored
+  AllocAt(25 * kSec, 0x3000, {kHot, kMain}, 100);
+  Run();
+  auto memory = Named("memory");
+  // The idle window [10 s, 20 s) still has its snapshot.
+  ASSERT_EQ(memory.size(), 3u);
+  EXPECT_THAT(Values(*memory[0], 3),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 4096),
+                                   Pair("main;Cold()", 8192)));
+  EXPECT_THAT(Values(*memory[0], 2),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 1),
+                                   Pair("main;Cold()", 1)));
+  EXPECT_EQ(memory[1]->from_unix_ns, kEpochUnixNs + 10 * kSec);
+  EXPECT_THAT(Values(*memory[1], 3), ElementsAre(Pair("main;Cold()", 8192)));
+  EXPECT_THAT(Values(*memory[1], 1), ElementsAre(Pair("main;Cold()", 0)));
+  EXPECT_THAT(Values(*memory[2], 3),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 100),
+                                   Pair("main;Cold()", 8192)));
+  EXPECT_EQ(Values(*memory[2], 1)["main;Hot();inlined_helper"], 100);
+}
+
+TEST_F(ProcessProfilerTest, SweepRebuildsInUseAfterLostRecords) {
+  // The collector saw A and B allocated but missed A's free (overwritten),
+  // and never saw C's allocation (started late, say).
+  AllocAt(1 * kSec, 0x1000, {kHot, kMain}, 4096);
+  AllocAt(2 * kSec, 0x2000, {kCold, kMain}, 8192);
+  Live(15 * kSec, 1, 2 * kSec, 0x2000, {kCold, kMain}, 8192);
+  Live(15 * kSec, 1, 3 * kSec, 0x3000, {kHot, kMain}, 512);
+  SweepEnd(15 * kSec + 1, 1, 15 * kSec, 2);
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 2u);
+  EXPECT_THAT(Values(*memory[0], 3),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 4096),
+                                   Pair("main;Cold()", 8192)));
+  EXPECT_THAT(Values(*memory[1], 3),
+              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 512),
+                                   Pair("main;Cold()", 8192)));
+}
+
+TEST_F(ProcessProfilerTest, UntrackedSamplesAreAllocatedNotInUse) {
+  AllocSample s = {};
+  s.monotonic_ns = kSec;
+  s.weight_bytes = 1000;
+  s.requested_size = 1000;
+  s.address = 0x1000;
+  s.flags = ringfile::kSampleUntracked;
+  ASSERT_TRUE(rt::AppendAllocSample(writer_, s, {kHot, kMain}, 1));
+  Run();
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_EQ(Values(*memory[0], 1)["main;Hot();inlined_helper"], 1000);
+  EXPECT_EQ(Values(*memory[0], 3)["main;Hot();inlined_helper"], 0);
 }
 
 TEST_F(ProcessProfilerTest, TickPicksBecomeCpuTime) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringprof {
@@ -47,24 +48,43 @@ bool SameTypes(const ProfileSpec& a, const ProfileSpec& b) {
 
 }  // namespace
 
-absl::Status ProfileMerger::Add(const Profile& p) {
+absl::Status ProfileMerger::Add(const Profile& p, const std::string& series) {
   const ProfileSpec spec = SpecOf(p);
   if (builder_ == nullptr) {
     spec_ = spec;
     builder_ = std::make_unique<PprofBuilder>(spec_, limits_);
     end_nanos_ = spec.time_nanos + spec.duration_nanos;
+    for (const ValueTypeSpec& type : spec_.sample_types) {
+      snapshot_.push_back(absl::StartsWith(type.type, "inuse_"));
+    }
   } else if (!SameTypes(spec_, spec)) {
     return absl::InvalidArgumentError(
         "cannot merge profiles with different sample types");
-  } else {
-    const int64_t end =
-        std::max(end_nanos_, spec.time_nanos + spec.duration_nanos);
-    if (spec.time_nanos != 0 &&
-        (spec_.time_nanos == 0 || spec.time_nanos < spec_.time_nanos)) {
-      spec_.time_nanos = spec.time_nanos;
-    }
-    end_nanos_ = end;
   }
+  // Checked before anything is added: a bad profile adds nothing.
+  PprofBuilder probe(spec_, limits_);
+  absl::Status valid = AddValues(p, /*snapshots=*/false, probe);
+  if (!valid.ok()) return valid;
+
+  const int64_t end =
+      std::max(end_nanos_, spec.time_nanos + spec.duration_nanos);
+  if (spec.time_nanos != 0 &&
+      (spec_.time_nanos == 0 || spec.time_nanos < spec_.time_nanos)) {
+    spec_.time_nanos = spec.time_nanos;
+  }
+  end_nanos_ = end;
+  if (std::find(snapshot_.begin(), snapshot_.end(), true) != snapshot_.end()) {
+    // Snapshot values: only the series' latest profile counts.
+    auto [it, inserted] = latest_.try_emplace(series, p);
+    if (!inserted && p.time_nanos() >= it->second.time_nanos()) {
+      it->second = p;
+    }
+  }
+  return AddValues(p, /*snapshots=*/false, *builder_);
+}
+
+absl::Status ProfileMerger::AddValues(const Profile& p, bool snapshots,
+                                      PprofBuilder& builder) const {
   auto str = [&](int64_t i) -> std::string {
     return i >= 0 && i < p.string_table_size() ? p.string_table(i) : "";
   };
@@ -81,7 +101,7 @@ absl::Status ProfileMerger::Add(const Profile& p) {
     ms.has_filenames = m.has_filenames();
     ms.has_line_numbers = m.has_line_numbers();
     ms.has_inline_frames = m.has_inline_frames();
-    mappings[m.id()] = builder_->InternMapping(ms);
+    mappings[m.id()] = builder.InternMapping(ms);
   }
   absl::flat_hash_map<uint64_t, const perftools::profiles::Function*> functions;
   for (const auto& f : p.function()) functions[f.id()] = &f;
@@ -107,7 +127,7 @@ absl::Status ProfileMerger::Add(const Profile& p) {
       }
       mapping = m->second;
     }
-    locations[l.id()] = builder_->InternLocation(mapping, l.address(), lines);
+    locations[l.id()] = builder.InternLocation(mapping, l.address(), lines);
   }
   std::vector<PprofBuilder::LocationId> stack;
   std::vector<int64_t> values;
@@ -122,14 +142,23 @@ absl::Status ProfileMerger::Add(const Profile& p) {
     }
     values.assign(s.value().begin(), s.value().end());
     values.resize(spec_.sample_types.size(), 0);
-    builder_->AddSample(stack, values);
+    // Each column from the right source: sums of every profile, or the
+    // latest snapshot of each series.
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (snapshot_[i] != snapshots) values[i] = 0;
+    }
+    builder.AddSample(stack, values);
   }
   return absl::OkStatus();
 }
 
 Profile ProfileMerger::Build() const {
   if (builder_ == nullptr) return Profile();
-  Profile p = builder_->Build();
+  PprofBuilder merged = *builder_;
+  for (const auto& [series, latest] : latest_) {
+    AddValues(latest, /*snapshots=*/true, merged).IgnoreError();  // checked
+  }
+  Profile p = merged.Build();
   p.set_time_nanos(spec_.time_nanos);
   p.set_duration_nanos(std::max<int64_t>(0, end_nanos_ - spec_.time_nanos));
   return p;

@@ -1,13 +1,19 @@
 // ProfileMerger: adds pprof profiles of one kind (same sample types) into
 // one, as `go tool pprof` merges files: identical stacks (by mapping,
-// address and symbolized lines) add up. The result obeys the same limits as
-// every profile the collector writes (see PprofBuilder).
+// address and symbolized lines) add up. Snapshot values (sample types named
+// inuse_*) are not summed over time: each series (e.g. one process) counts
+// with its latest profile only (by time_nanos), and series add up. The
+// result obeys the same limits as every profile the collector writes (see
+// PprofBuilder).
 //
 // Thread-compatible.
 #ifndef RINGPROF_COLLECTOR_PROFILE_MERGER_H_
 #define RINGPROF_COLLECTOR_PROFILE_MERGER_H_
 
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "collector/profile/pprof_builder.h"
@@ -20,17 +26,25 @@ class ProfileMerger {
  public:
   explicit ProfileMerger(PyroscopeLimits limits = {}) : limits_(limits) {}
 
-  // InvalidArgument when `profile`'s sample types differ from the first
-  // profile's, or its ids are dangling.
-  absl::Status Add(const perftools::profiles::Profile& profile);
+  // InvalidArgument (and nothing added) when `profile`'s sample types
+  // differ from the first profile's, or its ids are dangling. `series`
+  // names the time series the profile belongs to (for snapshot values).
+  absl::Status Add(const perftools::profiles::Profile& profile,
+                   const std::string& series = "");
 
   bool empty() const { return builder_ == nullptr; }
   // Covers [earliest time_nanos, latest time_nanos + duration_nanos).
   perftools::profiles::Profile Build() const;
 
  private:
+  // Adds the profile's columns that are (or are not) snapshots.
+  absl::Status AddValues(const perftools::profiles::Profile& profile,
+                         bool snapshots, PprofBuilder& builder) const;
+
   PyroscopeLimits limits_;
   std::unique_ptr<PprofBuilder> builder_;
+  std::vector<bool> snapshot_;  // per sample type
+  std::map<std::string, perftools::profiles::Profile> latest_;  // by series
   ProfileSpec spec_;
   int64_t end_nanos_ = 0;
 };

@@ -39,6 +39,25 @@ absl::Status MakeDirs(const std::string& path) {
   return absl::OkStatus();
 }
 
+int SampleIndexOf(const perftools::profiles::Profile& profile,
+                  const std::string& type) {
+  for (int i = 0; i < profile.sample_type_size(); ++i) {
+    const int64_t name = profile.sample_type(i).type();
+    if (name >= 0 && name < profile.string_table_size() &&
+        profile.string_table(name) == type) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+bool HasValue(const perftools::profiles::Profile& profile, int index) {
+  for (const auto& sample : profile.sample()) {
+    if (index < sample.value_size() && sample.value(index) != 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::Status EnsureWritableDirectory(const std::string& dir) {
@@ -83,7 +102,9 @@ void LocalSink::Submit(WindowProfile profile) {
   }
   perftools::profiles::Profile parsed;
   if (parsed.ParseFromString(profile.pprof)) {
-    absl::Status merged = merged_[profile.name].Add(parsed);
+    // One series per process: its in-use snapshots are not summed.
+    absl::Status merged = merged_[profile.name].Add(
+        parsed, absl::StrCat(profile.service_name, "/", profile.pid));
     if (!merged.ok()) LogWarning(merged.ToString());
   }
 }
@@ -95,34 +116,47 @@ absl::Status LocalSink::Flush(int64_t /*deadline_monotonic_ns*/) {
 absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows) {
   LocalOutput out;
   std::string top;
-  struct Kind {
-    const char* name;
+  struct View {
+    const char* name;         // profile name
+    const char* sample_type;  // the value shown
     const char* html;
-    int sample_index;
     const char* heading;
+    std::string* path;  // where LocalOutput records the page
   };
-  const Kind kinds[] = {
-      {"process_cpu", "flamegraph.html", 0, "CPU time (process_cpu)"},
-      {"memory", "memory.html", 1, "Allocated bytes (memory: alloc_space)"},
+  const View views[] = {
+      {"process_cpu", "cpu", "flamegraph.html", "CPU time (process_cpu)",
+       &out.cpu_flamegraph},
+      {"memory", "alloc_space", "memory.html",
+       "Allocated bytes (memory: alloc_space)", &out.memory_flamegraph},
+      {"memory", "inuse_space", "inuse.html",
+       "Still allocated at the end: live at exit for processes that ended, "
+       "else at their last window (memory: inuse_space; sampled estimate)",
+       &out.inuse_flamegraph},
   };
-  for (const Kind& kind : kinds) {
-    auto it = merged_.find(kind.name);
+  std::map<std::string, perftools::profiles::Profile> built;
+  for (const View& view : views) {
+    auto it = merged_.find(view.name);
     if (it == merged_.end() || it->second.empty()) continue;
-    const perftools::profiles::Profile profile = it->second.Build();
-    const std::string pb = absl::StrCat(out_dir_, "/", kind.name, ".pb.gz");
-    absl::Status status = WriteProfileFile(pb, profile.SerializeAsString());
-    if (!status.ok()) return status;
-    out.files.push_back(pb);
-    const std::string html = absl::StrCat(out_dir_, "/", kind.html);
-    status = WriteFileAtomically(
-        html, RenderFlameGraphHtml(profile, kind.sample_index,
-                                   absl::StrCat("ringprof: ", kind.heading)));
+    auto [profile_it, first] = built.try_emplace(view.name);
+    const perftools::profiles::Profile& profile = profile_it->second;
+    if (first) {
+      profile_it->second = it->second.Build();
+      const std::string pb = absl::StrCat(out_dir_, "/", view.name, ".pb.gz");
+      absl::Status status = WriteProfileFile(pb, profile.SerializeAsString());
+      if (!status.ok()) return status;
+      out.files.push_back(pb);
+    }
+    const int sample_index = SampleIndexOf(profile, view.sample_type);
+    if (sample_index < 0 || !HasValue(profile, sample_index)) continue;
+    const std::string html = absl::StrCat(out_dir_, "/", view.html);
+    absl::Status status = WriteFileAtomically(
+        html, RenderFlameGraphHtml(profile, sample_index,
+                                   absl::StrCat("ringprof: ", view.heading)));
     if (!status.ok()) return status;
     out.files.push_back(html);
-    (kind.sample_index == 0 ? out.cpu_flamegraph : out.memory_flamegraph) =
-        html;
-    absl::StrAppend(&top, kind.heading, "\n",
-                    RenderTopTable(profile, kind.sample_index, top_rows), "\n");
+    *view.path = html;
+    absl::StrAppend(&top, view.heading, "\n",
+                    RenderTopTable(profile, sample_index, top_rows), "\n");
   }
   if (!top.empty()) {
     const std::string path = absl::StrCat(out_dir_, "/top.txt");

@@ -4,9 +4,11 @@
 //
 //   <out>/<service>/<pid>/<name>/<from_ms>-<until_ms>.pb.gz   every window
 //   <out>/<name>.pb.gz            all windows and processes merged
-//   <out>/top.txt                 top functions, CPU then allocated bytes
+//   <out>/top.txt                 top functions: CPU, allocated bytes, in use
 //   <out>/flamegraph.html         CPU flame graph (process_cpu)
-//   <out>/memory.html             allocated-bytes flame graph
+//   <out>/memory.html             allocated-bytes flame graph (alloc_space)
+//   <out>/inuse.html              in-use flame graph (inuse_space): each
+//                                 process's last snapshot (live at exit)
 //
 // <name> is "process_cpu" or "memory"; from/until are Unix milliseconds of
 // the window (10 s, wall-clock aligned; the last one may be shorter).
@@ -35,7 +37,8 @@ struct LocalOutput {
   std::vector<std::string> files;  // everything Finalize wrote
   std::string cpu_flamegraph;      // empty when there was no CPU profile
   std::string memory_flamegraph;
-  std::string top_table;  // the text of top.txt
+  std::string inuse_flamegraph;  // empty when nothing was in use
+  std::string top_table;         // the text of top.txt
 };
 
 class LocalSink : public ProfileSink {

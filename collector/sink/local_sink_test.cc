@@ -26,7 +26,8 @@ constexpr int64_t kSec = 1'000'000'000;
 // A memory profile with one stack main -> `leaf` worth `bytes`; the
 // strings are interned in an order that depends on `leaf`, so two such
 // profiles have different string tables.
-Profile MemoryProfile(const std::string& leaf, int64_t bytes, int64_t from) {
+Profile MemoryProfile(const std::string& leaf, int64_t bytes, int64_t from,
+                      int64_t inuse_bytes = 0) {
   ProfileSpec spec = MemoryProfileSpec();
   spec.time_nanos = from;
   spec.duration_nanos = 10 * kSec;
@@ -37,18 +38,36 @@ Profile MemoryProfile(const std::string& leaf, int64_t bytes, int64_t from) {
                                   absl::MakeConstSpan(&leaf_line, 1));
   const auto m =
       b.InternLocation(0, 0x9000, absl::MakeConstSpan(&main_line, 1));
-  b.AddSample({l, m}, {1, bytes});
+  b.AddSample({l, m}, {1, bytes, inuse_bytes > 0 ? 1 : 0, inuse_bytes});
   return b.Build();
 }
 
-int64_t BytesOf(const Profile& p, const std::string& leaf) {
+// Column 1: alloc_space; 3: inuse_space.
+int64_t BytesOf(const Profile& p, const std::string& leaf, int column = 1) {
   int64_t sum = 0;
   for (const auto& s : p.sample()) {
     const auto& loc = p.location(s.location_id(0) - 1);
     const auto& fn = p.function(loc.line(0).function_id() - 1);
-    if (p.string_table(fn.name()) == leaf) sum += s.value(1);
+    if (p.string_table(fn.name()) == leaf) sum += s.value(column);
   }
   return sum;
+}
+
+TEST(ProfileMergerTest, InUseIsEachSeriesLatestSnapshotNotTheSum) {
+  ProfileMerger merger;
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 10, 10 * kSec, 100), "a").ok());
+  // Out of order: the latest by time wins, not the last added.
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 10, 30 * kSec, 300), "a").ok());
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 10, 20 * kSec, 200), "a").ok());
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 10, 10 * kSec, 50), "b").ok());
+  ASSERT_TRUE(merger.Add(MemoryProfile("Cold", 10, 10 * kSec, 7), "b").ok());
+  ASSERT_TRUE(merger.Add(MemoryProfile("Cold", 10, 20 * kSec, 0), "c").ok());
+  Profile merged = merger.Build();
+  ASSERT_TRUE(ValidatePprof(merged).ok()) << ValidatePprof(merged);
+  EXPECT_EQ(BytesOf(merged, "Hot", 3), 300);  // a's last; b's last is Cold
+  EXPECT_EQ(BytesOf(merged, "Cold", 3), 7);
+  EXPECT_EQ(BytesOf(merged, "Hot", 1), 40);  // allocations add up
+  EXPECT_EQ(BytesOf(merged, "Cold", 1), 20);
 }
 
 TEST(ProfileMergerTest, IdenticalStacksAddUpAcrossStringTables) {
@@ -109,6 +128,39 @@ TEST(LocalSinkTest, WritesWindowsInTheDocumentedLayoutAndASummary) {
   auto top = ReadFile(out + "/top.txt");
   ASSERT_TRUE(top.ok());
   EXPECT_THAT(*top, HasSubstr("Hot"));
+  // Nothing was in use: no in-use page.
+  EXPECT_TRUE(summary->inuse_flamegraph.empty());
+}
+
+TEST(LocalSinkTest, InUseSummaryIsEachProcessLastSnapshot) {
+  const std::string out = absl::StrCat(std::getenv("TEST_TMPDIR"), "/inuse");
+  auto sink = LocalSink::Create(out);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  int64_t inuse = 1000;
+  for (uint32_t pid : {7, 8}) {
+    for (int64_t from : {1'700'000'000 * kSec, 1'700'000'010 * kSec}) {
+      WindowProfile w;
+      w.name = "memory";
+      w.service_name = "svc";
+      w.pid = pid;
+      w.from_unix_ns = from;
+      w.until_unix_ns = from + 10 * kSec;
+      w.pprof = MemoryProfile("Leaky", 10, from, inuse).SerializeAsString();
+      inuse += 1000;
+      (*sink)->Submit(std::move(w));
+    }
+  }
+  auto summary = (*sink)->Finalize(10);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  auto merged = ReadProfileFile(out + "/memory.pb.gz");
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  // pid 7's last snapshot (2000) + pid 8's (4000).
+  EXPECT_EQ(BytesOf(*merged, "Leaky", 3), 6000);
+  EXPECT_EQ(summary->inuse_flamegraph, out + "/inuse.html");
+  auto html = ReadFile(out + "/inuse.html");
+  ASSERT_TRUE(html.ok());
+  EXPECT_THAT(*html, HasSubstr("Leaky"));
+  EXPECT_THAT(summary->top_table, HasSubstr("Still allocated at the end"));
 }
 
 TEST(LocalSinkTest, UnwritableDirectoryIsAClearError) {

@@ -46,7 +46,10 @@ for a in accepted:
         assert labels.get("ringprof_cpu_source") in ("timer", "alloc_ticks"), labels
         assert a["sample_types"] == ["cpu:nanoseconds"], a["sample_types"]
     else:
-        assert a["sample_types"] == ["alloc_objects:count", "alloc_space:bytes"], a
+        assert a["sample_types"] == ["alloc_objects:count", "alloc_space:bytes",
+                                     "inuse_objects:count", "inuse_space:bytes"], a
+        # Snapshots must not be differenced by the server.
+        assert labels.get("__delta__") == "false", labels
     assert a["num_samples"] > 0, a
 print(f"accepted {len(accepted)} profiles: {sorted(names)}")
 PY
