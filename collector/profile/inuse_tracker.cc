@@ -59,7 +59,18 @@ void InUseTracker::Apply(const Event& event) {
       live_.erase(event.address);
       return;
     case Kind::kLive: {
+      // Only a few sweeps are ever open at once (one, plus one abandoned at
+      // exit); more means corrupt ids: forget them (those sweeps then count
+      // as incomplete).
+      if (sweep_received_.size() > 16 &&
+          !sweep_received_.contains(event.sweep_id)) {
+        sweep_received_.clear();
+      }
       ++sweep_received_[event.sweep_id];
+      if (live_.size() >= kMaxEntries && !live_.contains(event.address)) {
+        ++stats_.over_limit;
+        return;
+      }
       auto [it, inserted] = live_.try_emplace(event.address);
       Entry& entry = it->second;
       if (inserted || entry.alloc_ns != event.alloc_ns) {

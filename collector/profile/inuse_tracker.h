@@ -30,6 +30,9 @@ class InUseTracker {
   // confirmed by it is dropped (the grace covers an entry sampled just
   // before the sweep and entered into the emitter's set just after).
   static constexpr uint64_t kSweepGraceNs = 1'000'000'000;
+  // Bound on tracked addresses (the emitter tracks at most 16384): records
+  // are untrusted, and beyond this new addresses are ignored and counted.
+  static constexpr size_t kMaxEntries = 1 << 16;
 
   struct Stats {
     uint64_t sweeps_complete = 0;
@@ -37,6 +40,7 @@ class InUseTracker {
     uint64_t pruned = 0;       // entries a complete sweep did not confirm
     uint64_t resurrected = 0;  // entries a sweep re-sent that we lacked
     uint64_t untracked = 0;    // the emitter's count, from the last sweep
+    uint64_t over_limit = 0;   // additions refused at kMaxEntries
   };
 
   // Sample values: bytes (weight) and objects (estimated allocations).

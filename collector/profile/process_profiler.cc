@@ -330,7 +330,8 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       if (!live.ok()) return malformed();
       const ringfile::LiveSample& head = live->head;
       const int64_t weight = static_cast<int64_t>(head.weight_bytes);
-      if (weight <= 0 || (head.flags & ringfile::kSampleTimingOnly) != 0) {
+      if (weight <= 0 || (head.flags & ringfile::kSampleTimingOnly) != 0 ||
+          !InRange(info_.ToRealtimeNs(head.monotonic_ns))) {
         return;
       }
       const uint32_t stack =
