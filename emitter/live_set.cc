@@ -330,6 +330,14 @@ void SweepStep(uint32_t budget, uint64_t* frames) {
 
 uint64_t* FrameBuffer(void* storage) { return static_cast<uint64_t*>(storage); }
 
+// Entries per step: kSweepBatch, or fewer with small rings, so that a
+// collector polling every few milliseconds reads a sweep before the rings
+// wrap (a step per millisecond fills at most 1/32 of the slots).
+uint32_t SweepBatch() {
+  const uint32_t batch = RingSlots() / 32;
+  return batch == 0 ? 1 : (batch < kSweepBatch ? batch : kSweepBatch);
+}
+
 }  // namespace
 
 void MaybeSweepLiveSet(uint64_t now_ns) {
@@ -337,7 +345,7 @@ void MaybeSweepLiveSet(uint64_t now_ns) {
   if (now_ns < g_next_step_ns.load(std::memory_order_relaxed)) return;
   if (!TryLockSweep()) return;
   if (!g_sweeping) BeginSweep(now_ns);
-  SweepStep(kSweepBatch,
+  SweepStep(SweepBatch(),
             FrameBuffer(__builtin_alloca(sizeof(uint64_t) * g_max_frames)));
   g_next_step_ns.store(
       g_sweeping ? now_ns + kSweepStepNs : g_sweep_begin_ns + kSweepIntervalNs,

@@ -41,7 +41,8 @@ inline constexpr int kLiveIndexBits = 15;  // twice the capacity
 inline constexpr int kLiveMaxProbes = 32;
 inline constexpr uint32_t kNoEntry = 0xffffffffu;
 // A sweep starts at most this often, and copies at most kSweepBatch
-// entries per step, steps at least kSweepStepNs apart.
+// entries per step (fewer with small rings: 1/32 of the slots), steps at
+// least kSweepStepNs apart.
 inline constexpr uint64_t kSweepIntervalNs = 10'000'000'000ull;
 inline constexpr uint32_t kSweepBatch = 32;
 inline constexpr uint64_t kSweepStepNs = 1'000'000ull;

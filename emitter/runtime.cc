@@ -59,6 +59,8 @@ Config g_config;
 SamplerParams g_sampler_params;
 char g_executable[1024];
 
+// Slots of all rings of the current file (sweeps pace themselves by it).
+std::atomic<uint32_t> g_ring_slots{0};
 std::atomic<uint64_t> g_lost_samples{0};
 std::atomic<uint64_t> g_lost_weight{0};
 
@@ -180,6 +182,8 @@ int CreateRingFile(RingWriter* writer) {
   options.mode = g_config.file_mode;
   options.ring_count = kRingCount;
   options.slots_per_ring = geometry.slots_per_ring;
+  g_ring_slots.store(kRingCount * geometry.slots_per_ring,
+                     std::memory_order_relaxed);
   options.slot_size = geometry.slot_size;
   options.service_name = g_config.service_name;
   options.executable = g_executable;
@@ -357,6 +361,8 @@ int MaxFrames() { return g_config.max_frames; }
 bool ClockReadIsSystemCall() {
   return GetSampleClockInfo().clock_read_ns >= kSlowClockReadNs;
 }
+
+uint32_t RingSlots() { return g_ring_slots.load(std::memory_order_relaxed); }
 
 const Config& SessionConfig() { return g_config; }
 const char* ExecutablePath() { return g_executable; }

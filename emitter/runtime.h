@@ -66,6 +66,9 @@ using AllocationStackHook = void (*)(const uint64_t* frames, int count,
                                      bool truncated, uint64_t now_ns);
 void SetAllocationStackHook(AllocationStackHook hook);
 
+// Slots of all rings of this process's file (0 before it exists).
+uint32_t RingSlots();
+
 }  // namespace emitter
 }  // namespace ringprof
 

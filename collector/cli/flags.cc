@@ -105,8 +105,10 @@ ABSL_FLAG(std::string, log_level, "info",
           "(also each ring file followed and ended, each upload).");
 ABSL_FLAG(std::string, output, "diff.html",
           "`diff`: where to write the HTML diff flame graph (also -o).");
-ABSL_FLAG(int, sample_index, -1,
-          "`diff`: which value to compare (-1: the last, e.g. alloc_space).");
+ABSL_FLAG(std::string, sample_index, "",
+          "`diff`: which value to compare: a sample type name (e.g. "
+          "inuse_space: growth of what is still allocated) or its index; "
+          "empty: the profile's default (alloc_space for memory).");
 
 namespace ringprof {
 namespace collector {

@@ -26,7 +26,7 @@ ABSL_DECLARE_FLAG(int, top);
 ABSL_DECLARE_FLAG(bool, verbose);
 ABSL_DECLARE_FLAG(std::string, log_level);
 ABSL_DECLARE_FLAG(std::string, output);
-ABSL_DECLARE_FLAG(int, sample_index);
+ABSL_DECLARE_FLAG(std::string, sample_index);
 
 namespace ringprof {
 namespace collector {

@@ -31,6 +31,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -493,6 +494,39 @@ int CollectCommand() {
   return Finish(collector, *sinks, /*print=*/false);
 }
 
+// --sample-index: a sample type's name or index; empty: the profile's
+// default sample type (else its last), as pprof chooses.
+absl::StatusOr<int> DiffSampleIndex(const perftools::profiles::Profile& p,
+                                    const std::string& wanted) {
+  auto name_of = [&](int i) -> std::string {
+    const int64_t s = p.sample_type(i).type();
+    return s >= 0 && s < p.string_table_size() ? p.string_table(s) : "";
+  };
+  std::vector<std::string> names;
+  for (int i = 0; i < p.sample_type_size(); ++i) names.push_back(name_of(i));
+  int index = -1;
+  if (wanted.empty()) {
+    index = p.sample_type_size() - 1;
+    for (int i = 0; i < p.sample_type_size(); ++i) {
+      if (p.default_sample_type() != 0 &&
+          p.sample_type(i).type() == p.default_sample_type()) {
+        index = i;
+      }
+    }
+    return index;
+  }
+  if (absl::SimpleAtoi(wanted, &index) && index >= 0 &&
+      index < p.sample_type_size()) {
+    return index;
+  }
+  for (int i = 0; i < p.sample_type_size(); ++i) {
+    if (names[i] == wanted) return i;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--sample-index=", wanted, ": the profile's sample types are ",
+      absl::StrJoin(names, ", ")));
+}
+
 int DiffCommand(const std::vector<std::string>& files) {
   if (files.size() != 2) {
     return Fail(absl::InvalidArgumentError(
@@ -507,10 +541,13 @@ int DiffCommand(const std::vector<std::string>& files) {
     return Fail(absl::InvalidArgumentError(
         "the two profiles have different sample types"));
   }
+  absl::StatusOr<int> index =
+      DiffSampleIndex(*base, absl::GetFlag(FLAGS_sample_index));
+  if (!index.ok()) return Fail(index.status());
   const std::string out = absl::GetFlag(FLAGS_output);
   absl::Status written = WriteFileAtomically(
       out, RenderDiffFlameGraphHtml(
-               *base, *target, absl::GetFlag(FLAGS_sample_index),
+               *base, *target, *index,
                absl::StrCat("ringprof diff: ", files[0], " -> ", files[1])));
   if (!written.ok()) return Fail(written, 1);
   std::fprintf(stderr, "ringprof: diff flame graph: %s\n", out.c_str());
@@ -547,13 +584,20 @@ int DumpCommand(const std::vector<std::string>& files) {
     if (!status.ok()) return Fail(status, 1);
     if (stats.delivered == before) break;
   }
-  static const char* kNames[] = {"?",           "alloc_sample", "free_sampled",
-                                 "cpu_sample",  "module_map",   "module_unmap",
-                                 "thread_name", "label",        "lost_samples",
-                                 "process_end", "thread_exit"};
+  static const char* kNames[] = {
+      "?",           "alloc_sample", "free_sampled",
+      "cpu_sample",  "module_map",   "module_unmap",
+      "thread_name", "label",        "lost_samples",
+      "process_end", "thread_exit",  "live_sweep_end",
+      "live_sample"};
+  static_assert(
+      sizeof(kNames) / sizeof(kNames[0]) == ringfile::kMaxKnownRecordType + 1,
+      "a name for every record type");
   for (const auto& [type, count] : counter.by_type) {
-    std::printf("  %-13s %llu\n", type < 11 ? kNames[type] : "unknown",
-                static_cast<unsigned long long>(count));
+    std::printf(
+        "  %-14s %llu\n",
+        type <= ringfile::kMaxKnownRecordType ? kNames[type] : "unknown",
+        static_cast<unsigned long long>(count));
   }
   std::printf("  lost %llu, dropped by writer %llu, unknown types %llu%s\n",
               static_cast<unsigned long long>(stats.lost),
