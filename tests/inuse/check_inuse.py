@@ -42,8 +42,12 @@ def main():
     with gzip.open(path, "rb") as f:
         profile.ParseFromString(f.read())
     by_function, total = inclusive(profile, "inuse_space")
-    keeper = by_function.get("KeepBlocks", 0)
-    churner = by_function.get("ChurnWorker", 0)
+    def of(function):  # "(anonymous namespace)::KeepBlocks(unsigned long)"
+        return sum(v for name, v in by_function.items()
+                   if name.split("(")[-2 if "(" in name else 0]
+                   .endswith(function) or name == function)
+    keeper = of("KeepBlocks")
+    churner = of("ChurnWorker")
     ratio = keeper / keep_bytes
     churn_share = churner / total if total else 1.0
     print("%s: KeepBlocks in use %.1f MiB (true %.1f MiB, ratio %.3f); "
@@ -58,6 +62,10 @@ def main():
                         % (100 * churn_share))
     for failure in failures:
         print("FAIL (%s): %s" % (label, failure))
+    if failures:
+        top = sorted(by_function.items(), key=lambda kv: -kv[1])[:12]
+        for name, value in top:
+            print("  %10.2f MiB  %s" % (value / 2**20, name))
     sys.exit(1 if failures else 0)
 
 

@@ -2,15 +2,17 @@
 # In-use heap end to end (README.md): keep_churn keeps 64 MiB from
 # KeepBlocks and churns 1 GiB from ChurnWorker threads (frees on other
 # threads, realloc, fork children freeing the kept blocks in their copy).
-# Small rings (256 KiB: the allocation records are overwritten long before
-# anyone reads them) and a 16 KiB sampling interval. Three ways to look:
+# A 32 KiB sampling interval (~2000 live samples for the kept bytes) and,
+# where a collector is late or restarted, small rings (256 KiB: the
+# allocation records are overwritten long before anyone reads them). Three
+# ways to look:
 #   late:    the collector starts after the churn; the workload is then
 #            SIGKILLed (no exit sweep): its last window must be right from
 #            the periodic sweep alone;
 #   restart: a collector follows from the start, is stopped, and a second
 #            one takes over; the same check on the second one's output;
-#   run:     `ringprof run` to the end: live at exit in memory.pb.gz,
-#            inuse.html and top.txt.
+#   run:     `ringprof run` to the end (default rings): live at exit in
+#            memory.pb.gz, inuse.html and top.txt.
 set -uo pipefail
 
 root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
@@ -33,8 +35,7 @@ fail() {
 
 keep_mib=64
 keep_bytes=$((keep_mib << 20))
-export RINGPROF_SAMPLE_BYTES=16384 RINGPROF_RING_KIB=256
-export RINGPROF_MIN_SAMPLES_PER_SEC=0
+export RINGPROF_SAMPLE_BYTES=32768 RINGPROF_MIN_SAMPLES_PER_SEC=0
 
 # Waits (bounded) until FILE contains WORD.
 wait_for() {
@@ -49,7 +50,7 @@ wait_for() {
 
 start_workload() {  # DIR OUT HOLD -> sets workload_pid
   mkdir -p "$1"
-  LD_PRELOAD="${emitter}" RINGPROF_DIR="$1" \
+  LD_PRELOAD="${emitter}" RINGPROF_DIR="$1" RINGPROF_RING_KIB=256 \
     "${workload}" wait "${keep_mib}" 1024 "$3" >"$2" 2>&1 &
   workload_pid=$!
   pids+=("${workload_pid}")
