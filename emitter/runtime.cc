@@ -426,8 +426,13 @@ void EndSession(int exit_status) {
   g_ring_pending.store(false, std::memory_order_relaxed);
   if (!g_enabled.load(std::memory_order_acquire)) return;
   FlushLostSamples();
-  // What is still allocated at exit, for leak reports (FORMAT.md §5.1).
-  if (FreeTrackingOn()) SweepLiveSetNow();
+  // What is still allocated at exit, for leak reports (FORMAT.md §5.1),
+  // after the module map again: a collector that lost the earlier copies
+  // (a short, busy run laps the rings) can still name those stacks.
+  if (FreeTrackingOn() && LiveSetSize() > 0) {
+    TryEmitAllModules();
+    SweepLiveSetNow();
+  }
   ringfile::ProcessEnd end;
   end.monotonic_ns = MonotonicNowNs();
   end.exit_status = exit_status;
