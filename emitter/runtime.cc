@@ -427,11 +427,12 @@ void EndSession(int exit_status) {
   if (!g_enabled.load(std::memory_order_acquire)) return;
   FlushLostSamples();
   // What is still allocated at exit, for leak reports (FORMAT.md §5.1),
-  // after the module map again: a collector that lost the earlier copies
-  // (a short, busy run laps the rings) can still name those stacks.
+  // then the module map again, last, where nothing overwrites it: a
+  // collector that lost the earlier copies (a short, busy run laps the
+  // rings) can still name those stacks.
   if (FreeTrackingOn() && LiveSetSize() > 0) {
-    TryEmitAllModules();
     SweepLiveSetNow();
+    TryEmitAllModules();
   }
   ringfile::ProcessEnd end;
   end.monotonic_ns = MonotonicNowNs();
