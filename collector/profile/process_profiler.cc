@@ -630,9 +630,12 @@ PprofBuilder::LocationId ProcessProfiler::BuilderLocation(
   const int module_index = ModuleOf(index);
   const ModuleInfo* module =
       module_index >= 0 ? &modules_[module_index] : nullptr;
-  if (!location.symbolized) {
+  // Symbolized once its module is known: until then (its map record was
+  // lost, and comes again with the emitter's next re-emission) it stays
+  // open, since in-use stacks come back in every window.
+  if (!location.symbolized && module != nullptr) {
     location.symbolized = true;
-    if (module != nullptr && symbolizer_ != nullptr) {
+    if (symbolizer_ != nullptr) {
       location.frames = symbolizer_->Symbolize(
           *module, location.address,
           location.exact_pc ? AddressKind::kInstruction

@@ -39,6 +39,9 @@ constexpr uint64_t kMain = 0x401010;
 constexpr uint64_t kHot = 0x402020;
 constexpr uint64_t kCold = 0x403030;
 constexpr uint64_t kUnknownInModule = 0x404040;
+// In a second module whose map record comes late.
+constexpr uint64_t kLateModuleStart = 0x800000;
+constexpr uint64_t kLate = 0x800100;
 
 class CapturingSink : public ProfileSink {
  public:
@@ -67,6 +70,7 @@ class FakeSymbolizer : public Symbolizer {
     if (address == kCold - 1 || address == kCold) {
       return {{"Cold()", "cold.cc", 3}};
     }
+    if (address == kLate - 1) return {{"Late()", "late.cc", 9}};
     ++misses_;
     return {};
   }
@@ -181,7 +185,10 @@ class ProcessProfilerTest : public ::testing::Test {
   }
 
   // Reads the ring and runs a profiler over it; Finish() at the end.
-  void Run(ProcessProfilerOptions options = {}) {
+  // With `advance_at_type`: Advance(watermark_ns) right after the first
+  // record of that type.
+  void Run(ProcessProfilerOptions options = {}, uint32_t advance_at_type = 0,
+           uint64_t watermark_ns = 0) {
     // The samples' clock starts at kEpochUnixNs.
     if (options.now_unix_ns == nullptr) {
       options.now_unix_ns = [] { return kEpochUnixNs + 60 * kSec; };
@@ -196,7 +203,15 @@ class ProcessProfilerTest : public ::testing::Test {
     info.created_monotonic_ns = static_cast<uint64_t>(ring_created_ns_);
     info.created_realtime_ns = kEpochUnixNs + ring_created_ns_;
     ProcessProfiler profiler(info, options, &symbolizer_, &sink_);
-    for (const auto& r : *records) profiler.OnRecord(r.view());
+    bool advanced = false;
+    for (const auto& r : *records) {
+      profiler.OnRecord(r.view());
+      if (!advanced &&
+          static_cast<uint32_t>(r.view().type) == advance_at_type) {
+        advanced = true;
+        profiler.Advance(watermark_ns);
+      }
+    }
     profiler.Finish();
     stats_ = profiler.stats();
   }
@@ -285,6 +300,25 @@ TEST_F(ProcessProfilerTest, SweepRebuildsInUseAfterLostRecords) {
   EXPECT_THAT(Values(*memory[1], 3),
               UnorderedElementsAre(Pair("main;Hot();inlined_helper", 512),
                                    Pair("main;Cold()", 8192)));
+}
+
+TEST_F(ProcessProfilerTest, InUseStackResolvesWhenItsModuleComesLate) {
+  // The allocation's module map was lost; windows up to 20 s are emitted
+  // without it; the emitter's re-emission then brings it.
+  AllocAt(1 * kSec, 0x1000, {kLate, kMain}, 4096);
+  ringfile::ModuleMap module = {};
+  module.monotonic_ns = 25 * kSec;
+  module.start = kLateModuleStart;
+  module.size = 0x1000;
+  const uint8_t build_id[] = {0x01};
+  // In the allocations' ring, so that it is read after the first one.
+  rt::AppendModuleMap(writer_, module, "/bin/app", build_id, /*shard=*/1);
+  AllocAt(26 * kSec, 0x2000, {kHot, kMain}, 100);
+  Run({}, static_cast<uint32_t>(RecordType::kAllocSample), 21 * kSec);
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 3u);
+  EXPECT_THAT(Values(*memory[0], 3), ElementsAre(Pair("main;0x8000ff", 4096)));
+  EXPECT_EQ(Values(*memory[2], 3)["main;Late()"], 4096);
 }
 
 TEST_F(ProcessProfilerTest, UntrackedSamplesAreAllocatedNotInUse) {
