@@ -70,6 +70,11 @@ def free_port():
         return s.getsockname()[1]
 
 
+def report(what, value):
+    """A measurement, in the test log (README.md quotes them)."""
+    print("measured: %s: %s" % (what, value), file=sys.stderr)
+
+
 def wait_for(predicate, timeout, step=0.05):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -245,6 +250,8 @@ class AdversarialTest(unittest.TestCase):
 
     def assert_stops_in_time(self, collector, want_status=0):
         status, took = collector.stop()
+        report(self.id().rpartition(".")[2] + " SIGTERM to exit",
+               "%.2f s" % took)
         self.assertLess(took, DEADLINE_S + 1.5, collector.log())
         self.assertEqual(status, want_status, collector.log())
 
@@ -281,8 +288,9 @@ class AdversarialTest(unittest.TestCase):
         self.assertEqual(status, 0, collector.log())
         files = glob.glob(os.path.join(self.out_dir, "future", "*", "*",
                                        "*.pb.gz"))
-        # The present sample's window: CPU and memory.
-        self.assertLessEqual(len(files), 2, files[:10])
+        # The present sample's window, CPU and memory; its CPU tick may
+        # fall into the next window.
+        self.assertLessEqual(len(files), 4, files[:10])
         self.assertGreaterEqual(len(files), 1)
 
     def test_random_deep_stacks_stay_within_the_memory_budget(self):
@@ -301,11 +309,16 @@ class AdversarialTest(unittest.TestCase):
         # batch queue (at most 64 MiB), window builders and the local
         # summary. Unbounded, this grew by ~70 MB/s.
         rss_mib = collector.rss_kib() / 1024
+        report("deep stacks: peak RSS", "%.0f MiB" % rss_mib)
+        report("deep stacks: folded samples",
+               collector.metric("ringprof_budget_folded_total"))
         self.assertLess(rss_mib, 512, "peak RSS %.0f MiB" % rss_mib)
         # In time whatever the backlog: finished (0), or cut short by the
         # deadline (1, say so; the local summary of 3,400 distinct deep
         # stacks may not be written on a loaded machine).
         status, took = collector.stop()
+        report("deep stacks: SIGTERM to exit", "%.2f s, status %d" %
+               (took, status))
         self.assertLess(took, DEADLINE_S + 1.5, collector.log())
         self.assertIn(status, (0, 1), collector.log())
         if status == 1:
@@ -319,15 +332,20 @@ class AdversarialTest(unittest.TestCase):
                               prefix=["prlimit", "--nofile=1024"])
         good = self.good_workload(seconds=3)
         self.assert_good_profile_complete(collector, good)
+        start = time.monotonic()
         self.assertTrue(wait_for(
             lambda: not glob.glob(os.path.join(self.ring_dir, "junk.*")), 60),
             "%d junk rings left" %
             len(glob.glob(os.path.join(self.ring_dir, "junk.*"))))
+        report("junk rings: left after the good one ended", "%.1f s" %
+               (time.monotonic() - start))
         self.assertGreaterEqual(
             collector.metric("ringprof_ring_files_ended_unseen_total"), 10000)
         # Not a core busy forever: idle now.
         before = collector.cpu_seconds()
         time.sleep(3)
+        report("junk rings: CPU in the 3 s after", "%.2f s" %
+               (collector.cpu_seconds() - before))
         self.assertLess(collector.cpu_seconds() - before, 1.0)
         self.assert_stops_in_time(collector)
 
@@ -371,6 +389,8 @@ class AdversarialTest(unittest.TestCase):
         a, b = memory_totals(out_a, "good"), memory_totals(out_b, "good")
         self.assertGreater(a, 0)
         self.assertGreater(b, 0)
+        report("restart: bytes before kill + after = committed",
+               "%d + %d = %d" % (a, b, weight))
         self.assertEqual(a + b, weight, "before kill %d + after %d" % (a, b))
         self.assertNotIn("records lost", second.log())
         self.assertEqual(second.metric("ringprof_ring_records_lost_total"), 0)
@@ -537,10 +557,13 @@ class AdversarialTest(unittest.TestCase):
         self.committed(good)
         # The first upload is refused with a wait of 31 years; the retry
         # comes after the cap (60 s) instead.
+        start = time.monotonic()
         self.assertTrue(wait_for(
             lambda: any(e["labels"].get("service_name") == "good"
                         for e in self.accepted(receiver)), 80, step=1),
             collector.log())
+        report("Retry-After 999999999: accepted after", "%.0f s" %
+               (time.monotonic() - start))
         self.assert_stops_in_time(collector)
 
     def test_bad_server_urls_and_secret_files_fail_at_startup(self):
