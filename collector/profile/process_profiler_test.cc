@@ -437,6 +437,88 @@ TEST_F(ProcessProfilerTest, TickOnWindowBoundaryBelongsToLaterWindow) {
   EXPECT_EQ(Values(*cpu[1], 0)["main;Hot();inlined_helper"], 10 * kMs);
 }
 
+// A collector stops after delivering the first window (its checkpoint
+// saved); its successor resumes the reader at the checkpoint's positions and
+// re-reads everything from there: every sample counts exactly once.
+TEST_F(ProcessProfilerTest, ResumedFromACheckpointEverySampleCountsOnce) {
+  int64_t total = 0;
+  for (uint64_t i = 0; i < 40; ++i) {
+    // Two threads (two rings), 1 s apart: windows 0..3.
+    Alloc(1 + i % 2, i * kSec / 2 + kSec / 4, {kHot, kMain}, 100 + i, 10);
+    total += 100 + i;
+    if (i == 24) {
+      // Stamped in window 0 but committed after samples of window 1 (a
+      // thread preempted between its clock read and its append).
+      Alloc(1, 9 * kSec, {kHot, kMain}, 7, 7);
+      total += 7;
+    }
+  }
+  writer_.Close();
+  auto records = rt::ReadAllRecords(path_);
+  ASSERT_TRUE(records.ok());
+  ringfile::FileInfo info;
+  info.pid = 1;
+  info.ring_count = 2;
+  info.created_realtime_ns = kEpochUnixNs;
+  ProcessProfilerOptions options;
+  options.now_unix_ns = [] { return kEpochUnixNs + 60 * kSec; };
+
+  // The first collector reads the records up to 13 s, then the watermark
+  // passes the end of window 0 (10 s): window 0 is delivered.
+  Checkpoint checkpoint;
+  int64_t first_total = 0;
+  {
+    CapturingSink sink;
+    ProcessProfiler first(info, options, &symbolizer_, &sink);
+    std::vector<uint64_t> positions(2, 0);
+    for (const auto& r : *records) {
+      auto sample = ringfile::DecodeAllocSample(r.view());
+      if (sample.ok() && sample->head.monotonic_ns > 13 * kSec) continue;
+      first.OnRecord(r.view());
+      positions[r.ring] = std::max(positions[r.ring], r.index + 1);
+    }
+    first.SetReadPositions(positions);
+    EXPECT_FALSE(first.TakeCheckpoint(false).has_value());  // nothing sent
+    first.Advance(10 * kSec + 20 * kMs);
+    ASSERT_FALSE(sink.profiles.empty());
+    std::optional<Checkpoint> taken = first.TakeCheckpoint(false);
+    ASSERT_TRUE(taken.has_value());
+    checkpoint = *taken;
+    EXPECT_EQ(checkpoint.emitted_until_unix_ns, kEpochUnixNs + 10 * kSec);
+    EXPECT_EQ(checkpoint.consumed, positions);
+    for (size_t ring = 0; ring < 2; ++ring) {
+      EXPECT_LT(checkpoint.positions[ring], positions[ring]);
+    }
+    ASSERT_EQ(checkpoint.modules.size(), 1u);
+    for (const auto& w : sink.profiles) {
+      if (w.name == "memory")
+        first_total += Values(w, 1)["main;Hot();inlined_helper"];
+    }
+    // Killed here: its open windows are never delivered.
+  }
+  // The successor: every record from the resume positions on.
+  CapturingSink sink;
+  ProcessProfiler second(info, options, &symbolizer_, &sink);
+  second.Resume(checkpoint);
+  for (const auto& r : *records) {
+    if (r.index >= checkpoint.positions[r.ring] &&
+        r.type != RecordType::kModuleMap) {
+      second.OnRecord(r.view());
+    }
+  }
+  second.Finish();
+  int64_t second_total = 0;
+  for (const auto& w : sink.profiles) {
+    EXPECT_GE(w.from_unix_ns, kEpochUnixNs + 10 * kSec);
+    // Symbolized through the module the checkpoint carried.
+    if (w.name == "memory")
+      second_total += Values(w, 1)["main;Hot();inlined_helper"];
+  }
+  EXPECT_GT(first_total, 0);
+  EXPECT_EQ(second.stats().replay_skipped, 1u);  // the 9 s sample
+  EXPECT_EQ(first_total + second_total, total);
+}
+
 TEST_F(ProcessProfilerTest, AdvanceEmitsOnlyWindowsBehindTheWatermark) {
   writer_.Close();
   auto records = rt::ReadAllRecords(path_);
