@@ -294,9 +294,13 @@ class AdversarialTest(unittest.TestCase):
         self.assertGreaterEqual(len(files), 1)
 
     def test_random_deep_stacks_stay_within_the_memory_budget(self):
+        # 10 s windows, as in production: every window re-emits the in-use
+        # stacks of the live (never freed) allocations, and the local
+        # summary merges each window.
         collector = Collector(self.work, self.ring_dir, self.out_dir,
                               ["--max-memory-mib=64",
-                               "--max-memory-per-process-mib=16"])
+                               "--max-memory-per-process-mib=16",
+                               "--window=10s"])
         deep = [self.writer("deep", self.ring_dir, 8, 1000) for _ in range(4)]
         good = self.good_workload(seconds=8)
         for p in deep:
