@@ -310,13 +310,14 @@ class AdversarialTest(unittest.TestCase):
         self.assertLessEqual(
             collector.metric("ringprof_profiler_memory_bytes"), 64 << 20)
         # Budgets bound the profiler's structures (64 MiB); the rest is the
-        # batch queue (at most 64 MiB), window builders and the local
-        # summary. Unbounded, this grew by ~70 MB/s.
+        # batch queue (at most 64 MiB), window builders, the in-use live set
+        # and the local summary (merged profiles, not budgeted: 365-455 MiB
+        # measured in all). Unbounded, this grew by ~70 MB/s to 4.3 GB.
         rss_mib = collector.rss_kib() / 1024
         report("deep stacks: peak RSS", "%.0f MiB" % rss_mib)
         report("deep stacks: folded samples",
                collector.metric("ringprof_budget_folded_total"))
-        self.assertLess(rss_mib, 512, "peak RSS %.0f MiB" % rss_mib)
+        self.assertLess(rss_mib, 640, "peak RSS %.0f MiB" % rss_mib)
         # In time whatever the backlog: finished (0), or cut short by the
         # deadline (1, say so; the local summary of 3,400 distinct deep
         # stacks may not be written on a loaded machine).
