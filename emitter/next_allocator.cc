@@ -236,6 +236,9 @@ void ResolveNextOperatorNew() {
   n.aligned_new_mode.store(
       own && n.new_aligned != nullptr ? kNewUnknown : kNewViaMalloc,
       std::memory_order_relaxed);
+  // Names the next object lacks left an error behind: the program's own
+  // next dlerror() must not report it.
+  dlerror();
 }
 
 bool MallocShadowedBy(char* path, size_t path_size) {
