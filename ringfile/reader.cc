@@ -453,7 +453,9 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
 // ---------------------------------------------------------------------------
 // Decoding.
 
-const char* TypeName(RecordType type) {
+}  // namespace
+
+const char* RecordTypeName(RecordType type) {
   switch (type) {
     case RecordType::kAllocSample:
       return "AllocSample";
@@ -483,19 +485,21 @@ const char* TypeName(RecordType type) {
   return "unknown";
 }
 
+namespace {
+
 // Checks the type and that the payload holds at least the fixed part, then
 // copies the fixed part out.
 template <typename Head>
 absl::Status DecodeHead(const RecordView& record, RecordType want, Head& head) {
   if (record.type != want) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s: record has type %u", TypeName(want),
+        absl::StrFormat("%s: record has type %u", RecordTypeName(want),
                         static_cast<uint32_t>(record.type)));
   }
   if (record.payload.size() < sizeof(Head)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: payload_size %u is shorter than %u",
-                        TypeName(want), record.payload.size(), sizeof(Head)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: payload_size %u is shorter than %u", RecordTypeName(want),
+        record.payload.size(), sizeof(Head)));
   }
   memcpy(&head, record.payload.data(), sizeof(Head));
   return absl::OkStatus();
@@ -509,7 +513,7 @@ absl::StatusOr<Head> DecodeFixedOnly(const RecordView& record,
   if (!status.ok()) return status;
   if (record.payload.size() != sizeof(Head)) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s: payload_size %u, want %u", TypeName(want),
+        absl::StrFormat("%s: payload_size %u, want %u", RecordTypeName(want),
                         record.payload.size(), sizeof(Head)));
   }
   return head;
@@ -524,12 +528,12 @@ absl::StatusOr<absl::Span<const uint64_t>> DecodeFrames(
   if (tail != size_t{frame_count} * sizeof(uint64_t)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: frame_count %u does not match the %u bytes after the header",
-        TypeName(want), frame_count, tail));
+        RecordTypeName(want), frame_count, tail));
   }
   const uint8_t* frames = record.payload.data() + head_size;
   if (reinterpret_cast<uintptr_t>(frames) % alignof(uint64_t) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: payload is not 8-byte aligned", TypeName(want)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: payload is not 8-byte aligned", RecordTypeName(want)));
   }
   return absl::MakeConstSpan(reinterpret_cast<const uint64_t*>(frames),
                              frame_count);

@@ -54,6 +54,10 @@ struct RecordView {
   absl::Span<const uint8_t> payload;
 };
 
+// The record type's name as FORMAT.md spells it ("AllocSample", ...);
+// "unknown" for a type this reader does not know.
+const char* RecordTypeName(RecordType type);
+
 // Decoded views; spans point into RecordView::payload.
 struct AllocSampleView {
   AllocSample head;

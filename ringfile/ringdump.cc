@@ -1,13 +1,8 @@
-// ringdump: prints a ring file's header and records in readable form.
-//
-//   ringdump [--follow] [--max=N] [--quiet] FILE
-//
-// By default it takes a snapshot: it reads every committed record once,
-// treating the writer as gone (a record still being written counts as lost),
-// and exits. --follow keeps tailing, like `tail -f`, until the process marks
-// its end (or Ctrl-C). --max=N stops after N records; --quiet prints only the
-// header and the totals. Exit status: 0 ok, 1 usage, 2 the file is unreadable
-// or corrupt (the error is printed).
+// ringdump: prints a ring file's header and records in readable form; the
+// one implementation behind `tools/ringdump` (//ringfile:ringdump) and
+// `ringprof dump` (see ringdump.h).
+#include "ringfile/ringdump.h"
+
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +10,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -70,12 +66,14 @@ class PrintingVisitor : public RecordVisitor {
 
   void OnRecord(const RecordView& record) override {
     ++count_;
+    ++by_type_[record.type];
     if (quiet_) return;
     printf("[ring %u #%" PRIu64 "] %s\n", record.ring, record.index,
            Describe(record).c_str());
   }
 
   uint64_t count() const { return count_; }
+  const std::map<RecordType, uint64_t>& by_type() const { return by_type_; }
 
  private:
   // "+seconds since the file was created" keeps lines short and comparable.
@@ -200,6 +198,7 @@ class PrintingVisitor : public RecordVisitor {
   const FileInfo& info_;
   const bool quiet_;
   uint64_t count_ = 0;
+  std::map<RecordType, uint64_t> by_type_;
 };
 
 void PrintHeader(const std::string& path, const FileInfo& info) {
@@ -219,39 +218,42 @@ void PrintHeader(const std::string& path, const FileInfo& info) {
   printf("\n");
 }
 
-int Usage() {
-  fprintf(stderr, "usage: ringdump [--follow] [--max=N] [--quiet] FILE\n");
-  return 1;
-}
+}  // namespace
 
-int Main(int argc, char** argv) {
+int RingDump(const std::vector<std::string>& args, absl::string_view program) {
+  const std::string name(program);
+  auto usage = [&name] {
+    fprintf(stderr, "usage: %s [--follow] [--max=N] [--quiet] FILE\n",
+            name.c_str());
+    return 1;
+  };
   bool follow = false, quiet = false;
   uint64_t max_records = UINT64_MAX;
   std::string path;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
+  for (absl::string_view arg : args) {
     if (arg == "--follow") {
       follow = true;
     } else if (arg == "--quiet") {
       quiet = true;
     } else if (absl::ConsumePrefix(&arg, "--max=")) {
-      if (!absl::SimpleAtoi(arg, &max_records)) return Usage();
+      if (!absl::SimpleAtoi(arg, &max_records)) return usage();
     } else if (arg == "--help" || arg == "-h") {
-      Usage();
+      usage();
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
-      return Usage();
+      return usage();
     } else if (path.empty()) {
       path = std::string(arg);
     } else {
-      return Usage();
+      return usage();
     }
   }
-  if (path.empty()) return Usage();
+  if (path.empty()) return usage();
 
   absl::StatusOr<std::unique_ptr<RingReader>> reader = RingReader::Open(path);
   if (!reader.ok()) {
-    fprintf(stderr, "ringdump: %s\n", reader.status().ToString().c_str());
+    fprintf(stderr, "%s: %s\n", name.c_str(),
+            reader.status().ToString().c_str());
     return 2;
   }
   const FileInfo& info = (*reader)->info();
@@ -283,15 +285,15 @@ int Main(int argc, char** argv) {
          " of unknown type; process %s\n",
          stats.delivered, stats.lost, stats.writer_dropped, stats.unknown_types,
          (*reader)->Finished() ? "ended" : "not marked ended");
+  for (const auto& [type, count] : visitor.by_type()) {
+    printf("  %-13s %" PRIu64 "\n", RecordTypeName(type), count);
+  }
   if (!status.ok()) {
-    fprintf(stderr, "ringdump: %s\n", status.ToString().c_str());
+    fprintf(stderr, "%s: %s\n", name.c_str(), status.ToString().c_str());
     return 2;
   }
   return 0;
 }
 
-}  // namespace
 }  // namespace ringfile
 }  // namespace ringprof
-
-int main(int argc, char** argv) { return ringprof::ringfile::Main(argc, argv); }

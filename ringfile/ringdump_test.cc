@@ -95,6 +95,10 @@ TEST(RingdumpTest, PrintsHeaderRecordsAndTotals) {
   EXPECT_THAT(result.output, HasSubstr("ProcessEnd exit_status=0"));
   EXPECT_THAT(result.output, HasSubstr("records 5 delivered, 0 lost"));
   EXPECT_THAT(result.output, HasSubstr("process ended"));
+  // Per-type counts close the totals, named by ringfile's one table.
+  EXPECT_THAT(result.output, HasSubstr("\n  ModuleMap     1\n"));
+  EXPECT_THAT(result.output, HasSubstr("\n  AllocSample   1\n"));
+  EXPECT_THAT(result.output, HasSubstr("\n  ProcessEnd    1\n"));
 
   RunResult limited = RunRingdump(absl::StrCat("--max=1 ", path));
   EXPECT_EQ(limited.exit_code, 0);

@@ -4,7 +4,7 @@
 //   ringprof collect [flags]              sidecar: follow --ring-dir until
 //                                         SIGTERM, ship or write profiles
 //   ringprof diff [flags] A.pb.gz B.pb.gz -o diff.html
-//   ringprof dump RING_FILE               what a ring file holds
+//   ringprof dump [--quiet] RING_FILE     what a ring file holds
 //
 // See collector/README.md for every flag and the output layout.
 #include <dirent.h>
@@ -50,7 +50,7 @@
 #include "collector/shipping/pyroscope_sink.h"
 #include "collector/sink/local_sink.h"
 #include "collector/symbolize/symbolizer.h"
-#include "ringfile/reader.h"
+#include "ringfile/ringdump.h"
 
 namespace ringprof {
 namespace collector {
@@ -64,7 +64,7 @@ constexpr char kUsage[] =
     "  ringprof collect --ring-dir=DIR [flags]  sidecar: follow DIR until "
     "SIGTERM\n"
     "  ringprof diff [flags] BASE.pb.gz TARGET.pb.gz -o diff.html\n"
-    "  ringprof dump RING_FILE\n\n"
+    "  ringprof dump [--follow] [--max=N] [--quiet] RING_FILE\n\n"
     "Flags use --name=value (dashes or underscores); each is also read from "
     "RINGPROF_<NAME> (e.g. RINGPROF_OUTPUT_DIR). Pyroscope shipping flags "
     "also read PYROSCOPE_* variables.";
@@ -554,63 +554,14 @@ int DiffCommand(const std::vector<std::string>& files) {
   return 0;
 }
 
-// A summary of a ring file: header, record counts by type, losses.
-int DumpCommand(const std::vector<std::string>& files) {
-  if (files.size() != 1) {
-    return Fail(absl::InvalidArgumentError("usage: ringprof dump RING_FILE"));
-  }
-  absl::StatusOr<std::unique_ptr<ringfile::RingReader>> reader =
-      ringfile::RingReader::Open(files[0]);
-  if (!reader.ok()) return Fail(reader.status(), 1);
-  const ringfile::FileInfo& info = (*reader)->info();
-  std::printf(
-      "%s\n  pid %u, service '%s', executable '%s'\n  %u rings x %u slots x "
-      "%u bytes\n",
-      files[0].c_str(), info.pid, info.service_name.c_str(),
-      info.executable.c_str(), info.ring_count, info.slots_per_ring,
-      info.slot_size);
-  struct Counter : ringfile::RecordVisitor {
-    std::map<uint32_t, uint64_t> by_type;
-    void OnRecord(const ringfile::RecordView& r) override {
-      ++by_type[static_cast<uint32_t>(r.type)];
-    }
-  } counter;
-  ringfile::PollStats stats;
-  ringfile::PollOptions poll;
-  poll.writer_dead = true;  // report, do not wait for slots in progress
-  while (true) {
-    const uint64_t before = stats.delivered;
-    absl::Status status = (*reader)->Poll(poll, counter, stats);
-    if (!status.ok()) return Fail(status, 1);
-    if (stats.delivered == before) break;
-  }
-  static const char* kNames[] = {
-      "?",           "alloc_sample", "free_sampled",
-      "cpu_sample",  "module_map",   "module_unmap",
-      "thread_name", "label",        "lost_samples",
-      "process_end", "thread_exit",  "live_sweep_end",
-      "live_sample"};
-  static_assert(
-      sizeof(kNames) / sizeof(kNames[0]) == ringfile::kMaxKnownRecordType + 1,
-      "a name for every record type");
-  for (const auto& [type, count] : counter.by_type) {
-    std::printf(
-        "  %-14s %llu\n",
-        type <= ringfile::kMaxKnownRecordType ? kNames[type] : "unknown",
-        static_cast<unsigned long long>(count));
-  }
-  std::printf("  lost %llu, dropped by writer %llu, unknown types %llu%s\n",
-              static_cast<unsigned long long>(stats.lost),
-              static_cast<unsigned long long>(stats.writer_dropped),
-              static_cast<unsigned long long>(stats.unknown_types),
-              (*reader)->Finished() ? ", process ended" : "");
-  return 0;
-}
-
 int Main(int argc, char** argv) {
   ConfigureUsage();
   absl::SetProgramUsageMessage(kUsage);
   std::vector<std::string> args(argv, argv + argc);
+  // `dump` takes ringdump's arguments, not the collector's flags.
+  if (args.size() > 1 && args[1] == "dump") {
+    return ringfile::RingDump({args.begin() + 2, args.end()}, "ringprof dump");
+  }
   // "-o FILE" (diff) is "--output=FILE".
   for (size_t i = 1; i + 1 < args.size(); ++i) {
     if (args[i] == "--") break;
@@ -662,7 +613,6 @@ int Main(int argc, char** argv) {
     return CollectCommand();
   }
   if (subcommand == "diff") return DiffCommand(rest);
-  if (subcommand == "dump") return DumpCommand(rest);
   std::fprintf(stderr, "%s\n\nTry --help for the flags.\n", kUsage);
   return 2;
 }

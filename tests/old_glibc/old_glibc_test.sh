@@ -100,10 +100,10 @@ compare() {
   local rings=("${work}/rings-${name}"/*.ring)
   [[ ${#rings[@]} -eq 1 && -f "${rings[0]}" ]] || fail "${name}: want one ring file, got: ${rings[*]}"
   local dump
-  dump=$("${ringprof}" dump "${rings[0]}" 2>&1) || fail "${name}: ringprof dump: ${dump}"
-  grep -q "lost 0, .*process ended" <<<"${dump}" || fail "${name}: ring incomplete: ${dump}"
-  grep -qE "(alloc|cpu)_sample +[1-9]" <<<"${dump}" || fail "${name}: no samples: ${dump}"
-  pass "${name}: exit 0, $(wc -c <"${work}/out/${name}.out") bytes of output unchanged, one notice on stderr, ring: $(grep -oE "(alloc|cpu)_sample +[0-9]+" <<<"${dump}" | tr -s ' ' | paste -sd, -)"
+  dump=$("${ringprof}" dump --quiet "${rings[0]}" 2>&1) || fail "${name}: ringprof dump: ${dump}"
+  grep -q " 0 lost .*process ended" <<<"${dump}" || fail "${name}: ring incomplete: ${dump}"
+  grep -qE "(AllocSample|CpuSample) +[1-9]" <<<"${dump}" || fail "${name}: no samples: ${dump}"
+  pass "${name}: exit 0, $(wc -c <"${work}/out/${name}.out") bytes of output unchanged, one notice on stderr, ring: $(grep -oE "(AllocSample|CpuSample) +[0-9]+" <<<"${dump}" | tr -s ' ' | paste -sd, -)"
 }
 
 compare sort sort -n /mnt/lines.txt

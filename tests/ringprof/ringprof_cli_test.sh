@@ -77,8 +77,8 @@ run "${ringprof}" run --keep-rings --ring-dir="${tmp}/kept" --output-dir="${tmp}
 [[ ${status} -eq 0 ]] || fail "run --keep-rings: ${log}"
 ring=$(ls "${tmp}"/kept/*.ring | head -1)
 [[ -n "${ring}" ]] || fail "--keep-rings left no ring file"
-run "${ringprof}" dump "${ring}"
-[[ ${status} -eq 0 && "${log}" == *alloc_sample* && "${log}" == *"process ended"* ]] ||
+run "${ringprof}" dump --quiet "${ring}"
+[[ ${status} -eq 0 && "${log}" == *AllocSample* && "${log}" == *"process ended"* ]] ||
   fail "dump: ${status}: ${log}"
 echo "${log}"
 
