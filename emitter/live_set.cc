@@ -110,10 +110,13 @@ bool IndexInsert(uint64_t address, uint32_t entry) {
     const uint32_t slot = (first + probe) & (kIndexSlots - 1);
     uint64_t seen = g_index_address[slot].load(std::memory_order_relaxed);
     if (seen != kSlotEmpty && seen != kSlotRemoved) continue;
-    // The entry first: a lookup that finds the address reads it after.
-    g_index_entry[slot].store(entry, std::memory_order_relaxed);
+    // Claim the slot, then name the entry: writing the entry before the
+    // claim could overwrite the entry of a racing insert that won the slot.
+    // A lookup of `address` comes after this insert returned (the address
+    // is not handed out before), so it reads the entry written here.
     if (g_index_address[slot].compare_exchange_strong(
-            seen, address, std::memory_order_release)) {
+            seen, address, std::memory_order_acq_rel)) {
+      g_index_entry[slot].store(entry, std::memory_order_release);
       return true;
     }
   }
@@ -129,7 +132,7 @@ uint32_t IndexRemove(uint64_t address) {
     uint64_t seen = g_index_address[slot].load(std::memory_order_acquire);
     if (seen == kSlotEmpty) return kNoEntry;
     if (seen != address) continue;
-    const uint32_t entry = g_index_entry[slot].load(std::memory_order_relaxed);
+    const uint32_t entry = g_index_entry[slot].load(std::memory_order_acquire);
     if (!g_index_address[slot].compare_exchange_strong(
             seen, kSlotRemoved, std::memory_order_acq_rel)) {
       return kNoEntry;
