@@ -126,7 +126,7 @@ __attribute__((constructor)) void StartEmitter() {
   ResolveNext(g_real_pthread_create, "pthread_create");
   ResolveNext(g_real_pthread_setname, "pthread_setname_np");
   if (!Enabled()) return;
-  WarnIfMallocShadowed();
+  if (!TakeOverShadowedAllocator()) WarnIfMallocShadowed();
   if (pthread_key_create(&g_thread_exit_key, OnThreadExit) == 0) {
     g_thread_hooks_ready.store(true, std::memory_order_release);
   }

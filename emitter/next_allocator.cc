@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <link.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 
 extern "C" {
@@ -200,6 +202,25 @@ size_t BootstrapBlockSize(const void* ptr) {
   return size;
 }
 
+namespace {
+
+// libstdc++'s operator new lives elsewhere than malloc and calls it; an
+// allocator's own (same object as malloc) may or may not: probed on first
+// use (new_interpose.cc), never here, inside the first allocation.
+void ClassifyOperatorNew() {
+  NextAllocator& n = g_next;
+  const bool own =
+      n.new_ != nullptr && ObjectOf(reinterpret_cast<void*>(n.new_)) ==
+                               ObjectOf(reinterpret_cast<void*>(n.malloc));
+  n.new_mode.store(own ? kNewUnknown : kNewViaMalloc,
+                   std::memory_order_relaxed);
+  n.aligned_new_mode.store(
+      own && n.new_aligned != nullptr ? kNewUnknown : kNewViaMalloc,
+      std::memory_order_relaxed);
+}
+
+}  // namespace
+
 void ResolveNextOperatorNew() {
   NextAllocator& n = g_next;
   LookupOptional(&n.new_, "_Znwm");
@@ -225,17 +246,7 @@ void ResolveNextOperatorNew() {
   LookupOptional(&n.delete_array_sized, "_ZdaPvm");
   LookupOptional(&n.delete_sized_aligned, "_ZdlPvmSt11align_val_t");
   LookupOptional(&n.delete_array_sized_aligned, "_ZdaPvmSt11align_val_t");
-  // libstdc++'s operator new lives elsewhere than malloc and calls it; an
-  // allocator's own (same object as malloc) may or may not: probed on first
-  // use (new_interpose.cc), never here, inside the first allocation.
-  const bool own =
-      n.new_ != nullptr && ObjectOf(reinterpret_cast<void*>(n.new_)) ==
-                               ObjectOf(reinterpret_cast<void*>(n.malloc));
-  n.new_mode.store(own ? kNewUnknown : kNewViaMalloc,
-                   std::memory_order_relaxed);
-  n.aligned_new_mode.store(
-      own && n.new_aligned != nullptr ? kNewUnknown : kNewViaMalloc,
-      std::memory_order_relaxed);
+  ClassifyOperatorNew();
   // Names the next object lacks left an error behind: the program's own
   // next dlerror() must not report it.
   dlerror();
@@ -262,6 +273,225 @@ bool MallocShadowedBy(char* path, size_t path_size) {
   memcpy(path, name, n);
   path[n] = '\0';
   return true;
+}
+
+}  // namespace emitter
+}  // namespace ringprof
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+// Every interposed entry point with its table slot.
+struct Entry {
+  const char* name;
+  void** slot;
+};
+
+#define RINGPROF_ENTRY(name, member) \
+  { name, reinterpret_cast<void**>(&g_next.member) }
+const Entry kEntries[] = {
+    RINGPROF_ENTRY("malloc", malloc),
+    RINGPROF_ENTRY("free", free),
+    RINGPROF_ENTRY("calloc", calloc),
+    RINGPROF_ENTRY("realloc", realloc),
+    RINGPROF_ENTRY("memalign", memalign),
+    RINGPROF_ENTRY("posix_memalign", posix_memalign),
+    RINGPROF_ENTRY("aligned_alloc", aligned_alloc),
+    RINGPROF_ENTRY("valloc", valloc),
+    RINGPROF_ENTRY("pvalloc", pvalloc),
+    RINGPROF_ENTRY("malloc_usable_size", malloc_usable_size),
+    RINGPROF_ENTRY("free_sized", free_sized),
+    RINGPROF_ENTRY("free_aligned_sized", free_aligned_sized),
+    RINGPROF_ENTRY("mallocx", mallocx),
+    RINGPROF_ENTRY("rallocx", rallocx),
+    RINGPROF_ENTRY("xallocx", xallocx),
+    RINGPROF_ENTRY("sallocx", sallocx),
+    RINGPROF_ENTRY("dallocx", dallocx),
+    RINGPROF_ENTRY("sdallocx", sdallocx),
+    RINGPROF_ENTRY("nallocx", nallocx),
+    RINGPROF_ENTRY("_Znwm", new_),
+    RINGPROF_ENTRY("_Znam", new_array),
+    RINGPROF_ENTRY("_ZnwmRKSt9nothrow_t", new_nothrow),
+    RINGPROF_ENTRY("_ZnamRKSt9nothrow_t", new_array_nothrow),
+    RINGPROF_ENTRY("_ZnwmSt11align_val_t", new_aligned),
+    RINGPROF_ENTRY("_ZnamSt11align_val_t", new_array_aligned),
+    RINGPROF_ENTRY("_ZnwmSt11align_val_tRKSt9nothrow_t", new_aligned_nothrow),
+    RINGPROF_ENTRY("_ZnamSt11align_val_tRKSt9nothrow_t",
+                   new_array_aligned_nothrow),
+    RINGPROF_ENTRY("_ZdlPv", delete_),
+    RINGPROF_ENTRY("_ZdaPv", delete_array),
+    RINGPROF_ENTRY("_ZdlPvRKSt9nothrow_t", delete_nothrow),
+    RINGPROF_ENTRY("_ZdaPvRKSt9nothrow_t", delete_array_nothrow),
+    RINGPROF_ENTRY("_ZdlPvSt11align_val_t", delete_aligned),
+    RINGPROF_ENTRY("_ZdaPvSt11align_val_t", delete_array_aligned),
+    RINGPROF_ENTRY("_ZdlPvSt11align_val_tRKSt9nothrow_t",
+                   delete_aligned_nothrow),
+    RINGPROF_ENTRY("_ZdaPvSt11align_val_tRKSt9nothrow_t",
+                   delete_array_aligned_nothrow),
+    RINGPROF_ENTRY("_ZdlPvm", delete_sized),
+    RINGPROF_ENTRY("_ZdaPvm", delete_array_sized),
+    RINGPROF_ENTRY("_ZdlPvmSt11align_val_t", delete_sized_aligned),
+    RINGPROF_ENTRY("_ZdaPvmSt11align_val_t", delete_array_sized_aligned),
+};
+#undef RINGPROF_ENTRY
+constexpr int kEntryCount = sizeof(kEntries) / sizeof(kEntries[0]);
+
+struct Takeover {
+  const void* self_base;
+  // Per entry: the emitter's own definition when shadowed, else null.
+  void* ours[kEntryCount];
+  const void* shadowing_bases[4];
+  int shadowing_count;
+  int patched;
+};
+
+bool IsShadowingObject(const Takeover& t, const void* base) {
+  for (int i = 0; i < t.shadowing_count; ++i) {
+    if (t.shadowing_bases[i] == base) return true;
+  }
+  return false;
+}
+
+int EntryNamed(const Takeover& t, const char* name) {
+  for (int i = 0; i < kEntryCount; ++i) {
+    if (t.ours[i] != nullptr && strcmp(kEntries[i].name, name) == 0) return i;
+  }
+  return -1;
+}
+
+// Points one GOT slot at the emitter's definition, through RELRO if need be.
+void WriteSlot(uintptr_t slot, void* value, uintptr_t relro_start,
+               uintptr_t relro_end) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = slot & ~(page - 1);
+  const bool relro = slot >= relro_start && slot < relro_end;
+  if (relro && mprotect(reinterpret_cast<void*>(first), page,
+                        PROT_READ | PROT_WRITE) != 0) {
+    return;
+  }
+  __atomic_store_n(reinterpret_cast<void**>(slot), value, __ATOMIC_RELEASE);
+  if (relro) mprotect(reinterpret_cast<void*>(first), page, PROT_READ);
+}
+
+int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
+  Takeover& t = *static_cast<Takeover*>(data);
+  const ElfW(Addr) bias = info->dlpi_addr;
+  const ElfW(Dyn)* dynamic = nullptr;
+  uintptr_t lowest = UINTPTR_MAX, relro_start = 0, relro_end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
+    if (phdr.p_type == PT_LOAD && phdr.p_vaddr < lowest) lowest = phdr.p_vaddr;
+    if (phdr.p_type == PT_DYNAMIC) {
+      dynamic = reinterpret_cast<const ElfW(Dyn)*>(bias + phdr.p_vaddr);
+    }
+    if (phdr.p_type == PT_GNU_RELRO) {
+      relro_start = bias + phdr.p_vaddr;
+      relro_end = relro_start + phdr.p_memsz;
+    }
+  }
+  if (dynamic == nullptr || lowest == UINTPTR_MAX) return 0;
+  const void* base = reinterpret_cast<const void*>(bias + lowest);
+  if (base == t.self_base || IsShadowingObject(t, base)) return 0;
+  const char* name = info->dlpi_name;
+  if (name != nullptr && (strstr(name, "linux-vdso") != nullptr ||
+                          strstr(name, "/ld-linux") != nullptr)) {
+    return 0;
+  }
+  // ld.so relocated the pointers of a writable dynamic section in place;
+  // an unrelocated one is below the bias.
+  auto address = [bias](ElfW(Addr) value) {
+    return value < bias ? value + bias : value;
+  };
+  const ElfW(Sym)* symtab = nullptr;
+  const char* strtab = nullptr;
+  const ElfW(Rela) * tables[2] = {nullptr, nullptr};
+  size_t sizes[2] = {0, 0};
+  for (const ElfW(Dyn)* d = dynamic; d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+      case DT_SYMTAB:
+        symtab = reinterpret_cast<const ElfW(Sym)*>(address(d->d_un.d_ptr));
+        break;
+      case DT_STRTAB:
+        strtab = reinterpret_cast<const char*>(address(d->d_un.d_ptr));
+        break;
+      case DT_JMPREL:
+        tables[0] = reinterpret_cast<const ElfW(Rela)*>(address(d->d_un.d_ptr));
+        break;
+      case DT_PLTRELSZ:
+        sizes[0] = d->d_un.d_val;
+        break;
+      case DT_RELA:
+        tables[1] = reinterpret_cast<const ElfW(Rela)*>(address(d->d_un.d_ptr));
+        break;
+      case DT_RELASZ:
+        sizes[1] = d->d_un.d_val;
+        break;
+      default:
+        break;
+    }
+  }
+  if (symtab == nullptr || strtab == nullptr) return 0;
+  for (int table = 0; table < 2; ++table) {
+    if (tables[table] == nullptr) continue;
+    const size_t count = sizes[table] / sizeof(ElfW(Rela));
+    for (size_t r = 0; r < count; ++r) {
+      const ElfW(Rela)& rela = tables[table][r];
+      const auto type = ELF64_R_TYPE(rela.r_info);
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+      const auto symbol = ELF64_R_SYM(rela.r_info);
+      if (symbol == 0) continue;
+      const int entry = EntryNamed(t, strtab + symtab[symbol].st_name);
+      if (entry < 0) continue;
+      WriteSlot(bias + rela.r_offset, t.ours[entry], relro_start, relro_end);
+      ++t.patched;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool TakeOverShadowedAllocator() {
+#if defined(__x86_64__)
+  Dl_info self;
+  if (dladdr(reinterpret_cast<const void*>(&TakeOverShadowedAllocator),
+             &self) == 0 ||
+      self.dli_fname == nullptr) {
+    return false;
+  }
+  void* handle = dlopen(self.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+  if (handle == nullptr) return false;
+  Takeover t = {};
+  t.self_base = self.dli_fbase;
+  for (int i = 0; i < kEntryCount; ++i) {
+    void* first = dlsym(RTLD_DEFAULT, kEntries[i].name);
+    Dl_info info;
+    void* symbol = nullptr;
+    if (first == nullptr ||
+        dladdr1(first, &info, &symbol, RTLD_DL_SYMENT) == 0 ||
+        info.dli_fbase == self.dli_fbase ||
+        (symbol != nullptr &&
+         static_cast<const ElfW(Sym)*>(symbol)->st_shndx == SHN_UNDEF)) {
+      continue;  // the program reaches the emitter's own already
+    }
+    void* ours = dlsym(handle, kEntries[i].name);
+    if (ours == nullptr) continue;
+    t.ours[i] = ours;
+    *kEntries[i].slot = first;  // forward to the shadowing definition
+    if (!IsShadowingObject(t, info.dli_fbase) && t.shadowing_count < 4) {
+      t.shadowing_bases[t.shadowing_count++] = info.dli_fbase;
+    }
+  }
+  dlclose(handle);
+  dlerror();
+  if (t.shadowing_count == 0) return false;
+  ClassifyOperatorNew();
+  dl_iterate_phdr(PatchObject, &t);
+  return t.patched > 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace emitter

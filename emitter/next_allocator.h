@@ -124,6 +124,16 @@ inline bool InBootstrapArena(const void* ptr) {
          kBootstrapArenaSize;
 }
 
+// With another allocator preloaded before libringprof.so (its malloc
+// shadows the emitter's), takes over: every shadowed entry point of the
+// table is pointed at that allocator's definition, and the GOT slots that
+// bind the objects loaded so far (the program, libc, libstdc++, ...) to it
+// are pointed at the emitter's (through RELRO with mprotect). Objects
+// dlopen'ed later still call the allocator directly (unsampled, same
+// allocator). From the library constructor only, before other threads
+// allocate; true when something was taken over. x86-64 only.
+bool TakeOverShadowedAllocator();
+
 // A description of the next allocator for the one diagnostic line the
 // emitter prints when the program's malloc is not the emitter's (another
 // allocator preloaded before libringprof.so): fills `path` with the object

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The emitter on top of other allocators: a program linked against
 # tcmalloc, jemalloc preloaded after the emitter, jemalloc preloaded before
-# it. Each program must run unchanged; the memory profile's total must
+# it (the emitter takes its entry points over). Each program must run unchanged; the memory profile's total must
 # match what the program allocated (so operator new, which tcmalloc serves
 # without malloc, is counted exactly once).
 set -uo pipefail
@@ -45,13 +45,29 @@ bytes=$(profile_total "${tmp}/je/memory.pb.gz" 2)
 echo "alloc_storm on jemalloc: ${bytes} bytes in the profile, ${requested} requested"
 in_range "${bytes}" "${requested}" || fail "profile total ${bytes} vs ${requested} requested"
 
-echo "--- jemalloc preloaded before the emitter: runs, says why nothing is sampled"
+echo "--- jemalloc preloaded before the emitter (sidecar): taken over, profiled"
 mkdir -p "${tmp}/before"
+"${ringprof}" collect --ring-dir="${tmp}/before" --output-dir="${tmp}/before-out" \
+  >"${tmp}/collect.log" 2>&1 &
+collect_pid=$!
 LD_PRELOAD="${jemalloc}:${emitter}" RINGPROF_DIR="${tmp}/before" \
-  timeout --kill-after=5 120 "${storm}" 2 1 4 0 >"${tmp}/before.log" 2>&1 ||
-  fail "alloc_storm with jemalloc first exited $?"
-grep -q "malloc comes from ${jemalloc}, loaded before libringprof.so" \
-  "${tmp}/before.log" || fail "no line saying jemalloc shadows the emitter"
+  MALLOC_CONF=stats_print:true timeout --kill-after=5 120 "${storm}" 4 1 16 0 \
+  >"${tmp}/before.log" 2>&1 || fail "alloc_storm with jemalloc first exited $?"
+grep -q "Begin jemalloc statistics" "${tmp}/before.log" ||
+  fail "jemalloc was not alloc_storm's allocator"
+! grep -q "allocations are not sampled" "${tmp}/before.log" ||
+  fail "the emitter did not take over: $(grep ringprof "${tmp}/before.log")"
+wait_for 30 bash -c "! ls ${tmp}/before/*.ring" ||
+  fail "the collector did not finish the ring: $(cat "${tmp}/collect.log")"
+kill -TERM "${collect_pid}"
+wait "${collect_pid}" || fail "collect exited $?: $(cat "${tmp}/collect.log")"
+requested=$(awk '$1 == "requested_bytes" { print $2 }' "${tmp}/before.log")
+bytes=0
+for window in "${tmp}"/before-out/alloc_storm/*/memory/*.pb.gz; do
+  bytes=$((bytes + $(profile_total "${window}" 2)))
+done
+echo "alloc_storm, jemalloc first: ${bytes} bytes in the profiles, ${requested} requested"
+in_range "${bytes}" "${requested}" || fail "profile total ${bytes} vs ${requested} requested"
 
 echo "--- RINGPROF_DISABLE=1 on tcmalloc: unchanged, nothing written"
 mkdir -p "${tmp}/off"
