@@ -125,13 +125,19 @@ void ReportToStderr(const char* line) {
   }
 }
 
+bool DisabledInEnvironment(EnvLookup lookup) {
+  const char* text = lookup("RINGPROF_DISABLE");
+  return text != nullptr &&
+         (strcmp(text, "1") == 0 || strcmp(text, "true") == 0 ||
+          strcmp(text, "yes") == 0);
+}
+
 void LoadConfig(EnvLookup lookup, ReportLine report,
                 const char* executable_path, Config* config) {
   *config = Config();
 
   if (const char* text = lookup("RINGPROF_DISABLE")) {
-    if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0 ||
-        strcmp(text, "yes") == 0) {
+    if (DisabledInEnvironment(lookup)) {
       config->disabled = true;
     } else if (!(text[0] == '\0' || strcmp(text, "0") == 0 ||
                  strcmp(text, "false") == 0 || strcmp(text, "no") == 0)) {

@@ -61,6 +61,11 @@ using ReportLine = void (*)(const char* line);
 void LoadConfig(EnvLookup lookup, ReportLine report,
                 const char* executable_path, Config* config);
 
+// RINGPROF_DISABLE alone, as LoadConfig reads it (silently): for the parts
+// of the emitter that run before the configuration is loaded and must do
+// nothing when it is off.
+bool DisabledInEnvironment(EnvLookup lookup);
+
 // Writes `line` to stderr with write(2) (no stdio, no allocation).
 void ReportToStderr(const char* line);
 

@@ -5,6 +5,7 @@
 #include <link.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "emitter/cfi_unwinder.h"
@@ -130,6 +131,12 @@ void OpenLibgcc() {
 // constructor in lifecycle.cc): allocations made here are forwarded, never
 // sampled.
 __attribute__((constructor(101))) void ResolveLibcFeatures() {
+  // RINGPROF_DISABLE=1: nothing is sampled, so nothing is loaded either
+  // (libgcc_s.so.1 would be the one object the emitter adds).
+  if (DisabledInEnvironment(
+          [](const char* name) -> const char* { return getenv(name); })) {
+    return;
+  }
   g_resolved_dl_find_object = reinterpret_cast<DlFindObjectFn>(
       dlvsym(RTLD_DEFAULT, "_dl_find_object", "GLIBC_2.35"));
   g_dl_find_object = g_resolved_dl_find_object;
