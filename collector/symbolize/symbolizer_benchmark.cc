@@ -219,6 +219,19 @@ int Main(int argc, char** argv) {
   std::string rm = absl::StrCat("rm -rf '", scratch, "'");
   std::system(rm.c_str());
 
+  // What each module's index costs, alone.
+  for (const Module& module : modules) {
+    SymbolizerOptions options;
+    options.use_debuginfod = false;
+    std::unique_ptr<Symbolizer> alone = Symbolizer::Create(options);
+    for (uint64_t address : module.addresses) {
+      alone->Symbolize(module.info, address);
+    }
+    std::printf(
+        "  %-40s %6zu addresses, cache %7.2f MiB\n",
+        module.info.path.substr(module.info.path.rfind('/') + 1).c_str(),
+        module.addresses.size(), alone->stats().cache_bytes / 1048576.0);
+  }
   const double c = Median(cold), w = Median(warm), l = Median(llvm),
                a = Median(addr2line);
   std::printf(
