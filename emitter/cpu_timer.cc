@@ -249,13 +249,23 @@ struct ThreadTimer {
   // cover re-armed the timer (0: never).
   uint64_t cover_due_ns;
   uint64_t rearmed_at_ns;
-  // Sample clock time of the thread's previous allocation sample.
+  // Sample clock time of the thread's previous allocation sample, and of the
+  // first one of its current stretch of steady allocation.
   uint64_t last_allocation_ns;
+  uint64_t stretch_start_ns;
+  // Non-zero once a timer sample came inside the current stretch: every
+  // expiry from before the stretch has then been delivered, and covers may
+  // take over.
+  int32_t stretch_sampled;
   // Non-zero while CoverTick runs: a timer signal arriving then is ignored.
   volatile sig_atomic_t in_cover;
+  // CPU time of samples the ring refused (e.g. while another thread was
+  // creating the file): added to the thread's next sample, so the thread's
+  // total stays whole.
+  uint64_t unrecorded_ns;
 };
-__thread ThreadTimer t_timer
-    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0, 0, 0, 0, 0, 0, 0};
+__thread ThreadTimer t_timer __attribute__((tls_model("initial-exec"))) = {
+    -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 // Whether the application believes this thread blocks our signal. The
 // sampler keeps the signal out of the kernel's mask (pthread_sigmask and
@@ -432,12 +442,14 @@ void RecordSample(void* ucontext, uint64_t now_ns, uint64_t period_ns) {
   sample.tid = CurrentTid();
   sample.frame_count = static_cast<uint16_t>(count);
   sample.flags = flags;
-  sample.cpu_period_ns = period_ns;
+  sample.cpu_period_ns = period_ns + t_timer.unrecorded_ns;
   if (AppendRecord(ringfile::RecordType::kCpuSample, &sample, sizeof(sample),
                    frames + first,
                    static_cast<uint32_t>(count) * sizeof(uint64_t))) {
+    t_timer.unrecorded_ns = 0;
     g_samples_recorded.fetch_add(1, std::memory_order_relaxed);
   } else {
+    t_timer.unrecorded_ns = sample.cpu_period_ns;
     g_samples_dropped.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -470,10 +482,8 @@ void OnCpuTimerSignal(int signo, siginfo_t* info, void* ucontext) {
     } else {
       const uint64_t weight = ExpiryWeightNs(info);
       if (weight > 0) RecordSample(ucontext, now_ns, weight);
-      // The timer is sampling this thread: a cover right after would take
-      // CPU time from the stretch this sample stands in.
-      if (t_timer.cover_due_ns != 0) {
-        t_timer.cover_due_ns = now_ns + static_cast<uint64_t>(g_period_ns) / 2;
+      if (t_timer.stretch_start_ns != 0 && now_ns > t_timer.stretch_start_ns) {
+        t_timer.stretch_sampled = 1;
       }
     }
   }
@@ -493,17 +503,26 @@ void OnCpuTimerSignal(int signo, siginfo_t* info, void* ucontext) {
 // cover, and periodic signals from then on. The price: a covered tick is
 // charged to the allocation's stack, so code between allocations loses self
 // time to the allocation call sites (inclusive time per function is kept).
+void AppendCover(const uint64_t* frames, int count, bool truncated,
+                 uint64_t now_ns, uint64_t weight);
+
 void CoverTick(const uint64_t* frames, int count, bool truncated,
                uint64_t now_ns) {
   ThreadTimer& t = t_timer;
-  // Only a thread that is allocating steadily covers: its previous
-  // allocation sample is recent. The first allocation after a stretch of
-  // computing would otherwise take CPU that the stretch's timer expiry
-  // (noticed late, as in gVisor) stands for.
+  // Only a thread that allocates steadily covers (its allocation samples
+  // at most a period apart), and only once a timer sample came
+  // inside the current stretch of allocation: an expiry of the computing
+  // that preceded the stretch may be delivered late (in gVisor, when the
+  // sentry gets to it), and a cover before it would take its CPU time.
   const uint64_t previous = t.last_allocation_ns;
   t.last_allocation_ns = now_ns;
+  if (now_ns - previous > static_cast<uint64_t>(g_period_ns)) {
+    t.stretch_start_ns = now_ns;
+    t.stretch_sampled = 0;
+    return;
+  }
   if (t.slot < 0 || t.cover_due_ns == 0 || now_ns < t.cover_due_ns ||
-      now_ns - previous > static_cast<uint64_t>(g_period_ns) / 4 ||
+      t.stretch_sampled == 0 ||
       g_state.load(std::memory_order_relaxed) != State::kRunning) {
     return;
   }
@@ -524,9 +543,22 @@ void CoverTick(const uint64_t* frames, int count, bool truncated,
   const uint64_t after = MonotonicNowNs();
   t.rearmed_at_ns = after;
   t.cover_due_ns = after + static_cast<uint64_t>(g_period_ns);
+  if (weight > 0 || t.unrecorded_ns > 0) {
+    AppendCover(frames, count, truncated, now_ns,
+                static_cast<uint64_t>(weight));
+  }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t.in_cover = 0;
-  if (weight == 0 || count <= 0) return;
+}
+
+// The CpuSample of a cover; in CoverTick's in_cover section, so a timer
+// signal cannot touch unrecorded_ns meanwhile.
+void AppendCover(const uint64_t* frames, int count, bool truncated,
+                 uint64_t now_ns, uint64_t weight) {
+  if (count <= 0) {
+    t_timer.unrecorded_ns += weight;
+    return;
+  }
 
   ringfile::CpuSample sample;
   sample.monotonic_ns = now_ns;
@@ -534,11 +566,13 @@ void CoverTick(const uint64_t* frames, int count, bool truncated,
   sample.frame_count = static_cast<uint16_t>(count);
   sample.flags = ringfile::kSampleAtAllocation |
                  (truncated ? ringfile::kSampleTruncated : 0);
-  sample.cpu_period_ns = static_cast<uint64_t>(weight);
+  sample.cpu_period_ns = weight + t_timer.unrecorded_ns;
   if (AppendRecord(ringfile::RecordType::kCpuSample, &sample, sizeof(sample),
                    frames, static_cast<uint32_t>(count) * sizeof(uint64_t))) {
+    t_timer.unrecorded_ns = 0;
     g_samples_covered.fetch_add(1, std::memory_order_relaxed);
   } else {
+    t_timer.unrecorded_ns = sample.cpu_period_ns;
     g_samples_dropped.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -621,6 +655,9 @@ void ArmCurrentThread() {
                              : 0;
   t_timer.rearmed_at_ns = 0;
   t_timer.last_allocation_ns = 0;
+  t_timer.stretch_start_ns = 0;
+  t_timer.stretch_sampled = 0;
+  t_timer.unrecorded_ns = 0;
   t_timer.in_cover = 0;
   t_timer.timer_id = timer_id;
   t_timer.slot = slot;

@@ -280,6 +280,8 @@ void RecordMainThreadStack() {
 
 }  // namespace
 
+bool RingFileOpen() { return g_enabled.load(std::memory_order_acquire); }
+
 bool Enabled() {
   return g_enabled.load(std::memory_order_acquire) ||
          g_ring_pending.load(std::memory_order_relaxed) ||

@@ -19,6 +19,11 @@ namespace emitter {
 // creates it).
 bool Enabled();
 
+// True once this process's ring file exists (Enabled() is also true before,
+// while the file is pending). Records appended before are dropped when
+// another thread is creating the file.
+bool RingFileOpen();
+
 // Appends one record to this process's ring file (see RingWriter::TryAppend).
 bool AppendRecord(ringfile::RecordType type, const void* head,
                   uint32_t head_size, const void* tail, uint32_t tail_size);

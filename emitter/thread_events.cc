@@ -22,6 +22,10 @@ void RecordThreadNameIfChanged() {
   const uint32_t generation = g_name_generation.load(std::memory_order_relaxed);
   ThreadState& thread = tls_thread_state;
   if (thread.name_generation == generation) return;
+  // While another thread creates the ring file this record would be
+  // dropped, and the next sample would ask the kernel for the name again
+  // (a system call per sample: in gVisor a round trip each).
+  if (!RingFileOpen()) return;
   char name[17] = {};  // PR_GET_NAME writes up to 16 bytes
   if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0) return;
   ringfile::ThreadName record;
