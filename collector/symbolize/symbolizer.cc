@@ -85,6 +85,15 @@ Gauge& ModulesMetric() {
   return gauge;
 }
 
+// A build-id becomes part of file names (.build-id/ab/cdef...): only
+// lower-case hex of a sane length may; a module claiming anything else
+// resolves nothing.
+bool UsableBuildId(const std::string& id) {
+  return id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 // "<dir>/.build-id/ab/cdef...<suffix>", the layout of /usr/lib/debug.
 std::string BuildIdPath(absl::string_view dir, absl::string_view build_id_hex,
                         absl::string_view suffix) {
@@ -682,8 +691,10 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   ModuleIndex& Load(const ModuleInfo& module) {
+    const bool usable = UsableBuildId(module.build_id_hex);
     const std::string key =
-        module.build_id_hex.empty()
+        !usable ? std::string("unusable build-id")
+        : module.build_id_hex.empty()
             ? absl::StrCat("pid:", module.pid, ":", module.path)
             : module.build_id_hex;
     auto found = modules_.find(key);
@@ -699,7 +710,7 @@ class ElfSymbolizer final : public Symbolizer {
     index.display_name = slash == std::string::npos
                              ? module.path
                              : module.path.substr(slash + 1);
-    Build(module, &index);
+    if (usable) Build(module, &index);
     ++(index.found ? stats_.modules_opened : stats_.modules_not_found);
     lru_.push_front(&index);
     index.lru = lru_.begin();

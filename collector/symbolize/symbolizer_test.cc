@@ -707,7 +707,9 @@ TEST_F(SymbolizerRootTest, FifosDevicesAndHugeFilesAreRejectedAtOnce) {
   for (const char* path :
        {"/opt/lib/fifo.so", "/opt/lib/sparse.so", "/opt/lib/zero.so"}) {
     ModuleInfo module = Reported(path);
-    module.build_id_hex = absl::StrCat(build_id_.substr(0, 8), path);
+    // A build-id of its own each, so none is answered from another's cache.
+    module.build_id_hex =
+        absl::StrFormat("%08x", std::hash<std::string>()(path));
     EXPECT_THAT(
         symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction),
         IsEmpty())
@@ -724,6 +726,26 @@ TEST_F(SymbolizerRootTest, FifosDevicesAndHugeFilesAreRejectedAtOnce) {
   EXPECT_THAT(host->Symbolize(zero, facts_.leaf, AddressKind::kInstruction),
               IsEmpty());
   EXPECT_EQ(host->stats().files_rejected, 1u);
+}
+
+TEST_F(SymbolizerTest, ABuildIdThatIsNotHexNamesNoFile) {
+  // The ring's build-id bytes are hex-encoded by the collector; a caller
+  // passing anything else must not steer the .build-id/ paths.
+  SymbolizerOptions options;
+  options.symbol_dirs = {
+      SymbolsDirWith(DataPath("symbolizer_test_program.debug"), build_id_)};
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  for (const std::string& id :
+       {std::string("../../../etc/passwd"), build_id_ + "/..",
+        std::string(200, 'a'), std::string("ABCDEF")}) {
+    module.build_id_hex = id;
+    EXPECT_THAT(
+        symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction),
+        IsEmpty())
+        << id;
+  }
+  EXPECT_EQ(symbolizer->stats().modules_opened, 0u);
 }
 
 TEST_F(SymbolizerTest, AnExitedProcessIsSymbolizedThroughItsHeldRoot) {
