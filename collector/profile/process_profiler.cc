@@ -261,8 +261,12 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       ++stats_.cpu_samples;
       timer_mode_ = true;
       timer_period_ns_ = sample->head.cpu_period_ns;
+      // A timer sample's leaf is the interrupted instruction; one taken at
+      // an allocation sample (covered tick) has return addresses only.
+      const bool exact_leaf =
+          (sample->head.flags & ringfile::kSampleAtAllocation) == 0;
       const uint32_t stack =
-          InternStack(sample->frames, /*exact_leaf=*/true,
+          InternStack(sample->frames, exact_leaf,
                       (sample->head.flags & ringfile::kSampleTruncated) != 0);
       Window& window = WindowAt(unix_ns);
       Contributes(window, record);
