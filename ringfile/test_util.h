@@ -1,6 +1,7 @@
-// Test helpers for code that reads or writes ring files: typed appends,
+// Test utilities for code that reads or writes ring files: typed appends,
 // synthetic ring files in the test's temporary directory, and a
-// read-everything helper. Test-only (allocates, uses gtest's temp dir).
+// function that reads every record. Test-only (allocates, uses gtest's temp
+// dir).
 //
 // Typical golden test of a ring consumer:
 //

@@ -70,6 +70,10 @@ def main():
             failed.append("%s %s" % (target, status))
     for f in failed:
         print("FAILED:", f)
+    for target, status in sorted(targets.items()):
+        if status not in ("PASSED", "FLAKY", "NO STATUS"):
+            pkg, _, name = target[2:].partition(":")
+            print("  log: bazel-testlogs/%s/%s/test.log" % (pkg, name))
     for s in skipped:
         print("SKIPPED:", s)
     print("%d passed, %d failed%s" % (passed, len(failed),

@@ -1,4 +1,4 @@
-// Test helper: runs `go tool pprof` (Debian's golang-go) on a profile file,
+// For tests: runs `go tool pprof` (Debian's golang-go) on a profile file,
 // the reference reader our profiles must satisfy.
 #ifndef RINGPROF_COLLECTOR_GO_PPROF_TESTUTIL_H_
 #define RINGPROF_COLLECTOR_GO_PPROF_TESTUTIL_H_

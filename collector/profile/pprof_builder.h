@@ -1,5 +1,6 @@
 // PprofBuilder: assembles a perftools.profiles.Profile that go tool pprof
-// reads and that passes Grafana Pyroscope's validation (prior-art.md §6):
+// reads and that passes Grafana Pyroscope's validation (its distributor's
+// validate.go and default limits):
 //
 //   * string_table[0] == "", every mapping/location/function id non-zero;
 //   * every string valid UTF-8 (bad bytes become U+FFFD) and at most

@@ -65,7 +65,7 @@ class FakeSymbolizer : public Symbolizer {
     ++calls;
     if (address == kMain - 1) return {{"main", "main.cc", 5}};
     if (address == kHot - 1) {
-      return {{"inlined_helper", "hot.h", 7}, {"Hot()", "hot.cc", 12}};
+      return {{"inlined_leaf", "hot.h", 7}, {"Hot()", "hot.cc", 12}};
     }
     if (address == kCold - 1 || address == kCold) {
       return {{"Cold()", "cold.cc", 3}};
@@ -240,10 +240,10 @@ TEST_F(ProcessProfilerTest, AllocationWeightsBecomeAllocSpaceAndObjects) {
   auto memory = Named("memory");
   ASSERT_EQ(memory.size(), 1u);
   EXPECT_THAT(Values(*memory[0], 1),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 2000),
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 2000),
                                    Pair("main;Cold()", 512)));
   EXPECT_THAT(Values(*memory[0], 0),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 13),
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 13),
                                    Pair("main;Cold()", 1)));
   EXPECT_EQ(Label(*memory[0], "service_name"), "test-service");
   // No pid label (one series per process exhausts Pyroscope's series
@@ -269,18 +269,18 @@ TEST_F(ProcessProfilerTest, InUseIsASnapshotPerWindow) {
   // The idle window [10 s, 20 s) still has its snapshot.
   ASSERT_EQ(memory.size(), 3u);
   EXPECT_THAT(Values(*memory[0], 3),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 4096),
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 4096),
                                    Pair("main;Cold()", 8192)));
   EXPECT_THAT(Values(*memory[0], 2),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 1),
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 1),
                                    Pair("main;Cold()", 1)));
   EXPECT_EQ(memory[1]->from_unix_ns, kEpochUnixNs + 10 * kSec);
   EXPECT_THAT(Values(*memory[1], 3), ElementsAre(Pair("main;Cold()", 8192)));
   EXPECT_THAT(Values(*memory[1], 1), ElementsAre(Pair("main;Cold()", 0)));
   EXPECT_THAT(Values(*memory[2], 3),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 100),
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 100),
                                    Pair("main;Cold()", 8192)));
-  EXPECT_EQ(Values(*memory[2], 1)["main;Hot();inlined_helper"], 100);
+  EXPECT_EQ(Values(*memory[2], 1)["main;Hot();inlined_leaf"], 100);
 }
 
 TEST_F(ProcessProfilerTest, SweepRebuildsInUseAfterLostRecords) {
@@ -295,10 +295,10 @@ TEST_F(ProcessProfilerTest, SweepRebuildsInUseAfterLostRecords) {
   auto memory = Named("memory");
   ASSERT_EQ(memory.size(), 2u);
   EXPECT_THAT(Values(*memory[0], 3),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 4096),
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 4096),
                                    Pair("main;Cold()", 8192)));
   EXPECT_THAT(Values(*memory[1], 3),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 512),
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 512),
                                    Pair("main;Cold()", 8192)));
 }
 
@@ -332,8 +332,8 @@ TEST_F(ProcessProfilerTest, UntrackedSamplesAreAllocatedNotInUse) {
   Run();
   auto memory = Named("memory");
   ASSERT_EQ(memory.size(), 1u);
-  EXPECT_EQ(Values(*memory[0], 1)["main;Hot();inlined_helper"], 1000);
-  EXPECT_EQ(Values(*memory[0], 3)["main;Hot();inlined_helper"], 0);
+  EXPECT_EQ(Values(*memory[0], 1)["main;Hot();inlined_leaf"], 1000);
+  EXPECT_EQ(Values(*memory[0], 3)["main;Hot();inlined_leaf"], 0);
 }
 
 TEST_F(ProcessProfilerTest, TickPicksBecomeCpuTime) {
@@ -352,7 +352,7 @@ TEST_F(ProcessProfilerTest, TickPicksBecomeCpuTime) {
   // 1040, 1050 and 1060 of its own.
   EXPECT_THAT(
       Values(*cpu[0], 0),
-      UnorderedElementsAre(Pair("main;Hot();inlined_helper", 12 * 10 * kMs),
+      UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 12 * 10 * kMs),
                            Pair("main;Cold()", 3 * 10 * kMs)));
   EXPECT_EQ(stats_.ticks_picked, 15u);
 }
@@ -380,7 +380,7 @@ TEST_F(ProcessProfilerTest, TimingOnlySamplesCountForTicksNotMemory) {
   EXPECT_THAT(Values(*memory[0], 1), ElementsAre(Pair("main;Cold()", 64)));
   auto cpu = Named("process_cpu");
   ASSERT_EQ(cpu.size(), 1u);
-  EXPECT_EQ(Values(*cpu[0], 0)["main;Hot();inlined_helper"], 30 * kMs);
+  EXPECT_EQ(Values(*cpu[0], 0)["main;Hot();inlined_leaf"], 30 * kMs);
   EXPECT_EQ(stats_.timing_only_samples, 1u);
   EXPECT_EQ(stats_.alloc_samples, 1u);
 }
@@ -400,7 +400,7 @@ TEST_F(ProcessProfilerTest, WindowsAreWallClockAlignedAndLastIsPartial) {
   // Final window: ends one tick after its last event (the pick at tick
   // 23.01 s), not at the boundary.
   EXPECT_EQ(memory[2]->until_unix_ns, kEpochUnixNs + 23'020 * kMs);
-  EXPECT_EQ(Values(*memory[0], 1)["main;Hot();inlined_helper"], 100);
+  EXPECT_EQ(Values(*memory[0], 1)["main;Hot();inlined_leaf"], 100);
   EXPECT_EQ(Values(*memory[1], 1)["main;Cold()"], 200);
   EXPECT_EQ(Values(*memory[2], 1)["main;Cold()"], 300);
   Profile p;
@@ -433,8 +433,8 @@ TEST_F(ProcessProfilerTest, TickOnWindowBoundaryBelongsToLaterWindow) {
   Run();
   auto cpu = Named("process_cpu");
   ASSERT_EQ(cpu.size(), 2u);
-  EXPECT_EQ(Values(*cpu[0], 0)["main;Hot();inlined_helper"], 10 * kMs);
-  EXPECT_EQ(Values(*cpu[1], 0)["main;Hot();inlined_helper"], 10 * kMs);
+  EXPECT_EQ(Values(*cpu[0], 0)["main;Hot();inlined_leaf"], 10 * kMs);
+  EXPECT_EQ(Values(*cpu[1], 0)["main;Hot();inlined_leaf"], 10 * kMs);
 }
 
 // A collector stops after delivering the first window (its checkpoint
@@ -492,7 +492,7 @@ TEST_F(ProcessProfilerTest, ResumedFromACheckpointEverySampleCountsOnce) {
     ASSERT_EQ(checkpoint.modules.size(), 1u);
     for (const auto& w : sink.profiles) {
       if (w.name == "memory")
-        first_total += Values(w, 1)["main;Hot();inlined_helper"];
+        first_total += Values(w, 1)["main;Hot();inlined_leaf"];
     }
     // Killed here: its open windows are never delivered.
   }
@@ -512,7 +512,7 @@ TEST_F(ProcessProfilerTest, ResumedFromACheckpointEverySampleCountsOnce) {
     EXPECT_GE(w.from_unix_ns, kEpochUnixNs + 10 * kSec);
     // Symbolized through the module the checkpoint carried.
     if (w.name == "memory")
-      second_total += Values(w, 1)["main;Hot();inlined_helper"];
+      second_total += Values(w, 1)["main;Hot();inlined_leaf"];
   }
   EXPECT_GT(first_total, 0);
   EXPECT_EQ(second.stats().replay_skipped, 1u);  // the 9 s sample
@@ -638,7 +638,7 @@ TEST_F(ProcessProfilerTest, LostAndTruncatedShowAsSyntheticFrames) {
   EXPECT_THAT(
       Values(*memory[0], 1),
       UnorderedElementsAre(Pair("[lost]", 3000),
-                           Pair("[truncated];main;Hot();inlined_helper", 100)));
+                           Pair("[truncated];main;Hot();inlined_leaf", 100)));
   EXPECT_EQ(stats_.emitter_lost, 3u);
 }
 
@@ -665,7 +665,7 @@ TEST_F(ProcessProfilerTest, DefaultRangeDropsOnlyTheFarFuture) {
   auto memory = Named("memory");
   ASSERT_EQ(memory.size(), 1u);
   EXPECT_THAT(Values(*memory[0], 1),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 100)));
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 100)));
 }
 
 TEST_F(ProcessProfilerTest, StacksBeyondTheBudgetFoldIntoTruncated) {
@@ -741,7 +741,7 @@ TEST_F(ProcessProfilerTest, IdleFrameRecordsTicksWithoutSamples) {
   auto cpu = Named("process_cpu");
   ASSERT_EQ(cpu.size(), 1u);
   EXPECT_THAT(Values(*cpu[0], 0),
-              UnorderedElementsAre(Pair("main;Hot();inlined_helper", 20 * kMs),
+              UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 20 * kMs),
                                    Pair("[no sample]", 90 * kMs)));
 }
 
@@ -760,7 +760,7 @@ TEST_F(ProcessProfilerTest, EmitterFramesAreTrimmedAndLateModuleMapsResolve) {
   auto memory = Named("memory");
   ASSERT_EQ(memory.size(), 1u);
   EXPECT_THAT(Values(*memory[0], 1),
-              ElementsAre(Pair("main;Hot();inlined_helper", 100)));
+              ElementsAre(Pair("main;Hot();inlined_leaf", 100)));
 }
 
 }  // namespace
