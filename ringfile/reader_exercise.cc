@@ -124,7 +124,7 @@ std::string BuildTemplate() {
   ThreadName name = {};
   name.name_size = 4;
   writer.TryAppend(RecordType::kThreadName, &name, sizeof(name), "main", 4, 0);
-  // Ring 0 laps once (5 records in 4 slots); ring 1 below too.
+  // Ring 0 laps once (5 records in 4 slots); ring 1 below three times (7).
   Label label = {};
   label.key_size = 1;
   label.value_size = 2;
