@@ -93,6 +93,11 @@ void RateLimitedLog::Log(LogLevel level, absl::string_view key,
   }
 }
 
+void RateLimitedLog::set_burst(int burst) {
+  std::lock_guard<std::mutex> lock(mu_);
+  burst_ = burst;
+}
+
 namespace {
 RateLimitedLog& CauseLog() {
   static RateLimitedLog* log = new RateLimitedLog(int64_t{60} * 1000000000, 5);
@@ -106,6 +111,7 @@ void LogWarningLimited(absl::string_view cause, absl::string_view message) {
 void LogErrorLimited(absl::string_view cause, absl::string_view message) {
   CauseLog().Log(LogLevel::kError, cause, message);
 }
+void SetLogLinesPerCause(int lines) { CauseLog().set_burst(lines); }
 
 }  // namespace collector
 }  // namespace ringprof

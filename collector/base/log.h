@@ -52,6 +52,7 @@ class RateLimitedLog {
   explicit RateLimitedLog(int64_t interval_ns, int burst = 1)
       : interval_ns_(interval_ns), burst_(burst) {}
   void Log(LogLevel level, absl::string_view key, absl::string_view message);
+  void set_burst(int burst);
 
  private:
   struct KeyState {
@@ -60,16 +61,18 @@ class RateLimitedLog {
     uint64_t suppressed = 0;
   };
   const int64_t interval_ns_;
-  const int burst_;
   std::mutex mu_;
+  int burst_;  // guarded by mu_
   std::map<std::string, KeyState, std::less<>> keys_;
 };
 
 // Rate-limited per `cause` through one process-wide RateLimitedLog: the
-// first 5 lines of a cause print, then at most one per minute. A workload
-// can therefore not flood the collector's log, whatever it writes.
+// first 5 lines (SetLogLinesPerCause; --log-lines-per-cause) of a cause
+// print, then at most one per minute. A workload can therefore not flood
+// the collector's log, whatever it writes.
 void LogWarningLimited(absl::string_view cause, absl::string_view message);
 void LogErrorLimited(absl::string_view cause, absl::string_view message);
+void SetLogLinesPerCause(int lines);
 
 }  // namespace collector
 }  // namespace ringprof

@@ -83,6 +83,12 @@ TEST(LogTest, RateLimitedLogCountsWhatItSuppresses) {
     burst.Log(LogLevel::kError, "k", m);
   EXPECT_EQ(burst_capture.Take(), "ringprof: error: 1\nringprof: error: 2\n");
 
+  burst.set_burst(3);  // --log-lines-per-cause
+  StderrCapture raised;
+  for (const char* m : {"5", "6"}) burst.Log(LogLevel::kError, "k", m);
+  EXPECT_EQ(raised.Take(),
+            "ringprof: error: 5 (2 similar messages suppressed)\n");
+
   RateLimitedLog every_time(0);
   StderrCapture again;
   every_time.Log(LogLevel::kInfo, "a", "one");

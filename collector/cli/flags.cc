@@ -100,6 +100,9 @@ ABSL_FLAG(int, top, 15, "Rows of the top table printed after `run`.");
 ABSL_FLAG(bool, verbose, false,
           "Same as --log-level=debug: log each ring file followed and ended "
           "and each upload.");
+ABSL_FLAG(int32_t, log_lines_per_cause, 5,
+          "Warnings and errors of one cause (e.g. a corrupt ring file) "
+          "printed before the rest are rate-limited to one a minute.");
 ABSL_FLAG(std::string, log_level, "info",
           "error, warning, info (one line per shipped window) or debug "
           "(also each ring file followed and ended, each upload).");

@@ -25,6 +25,7 @@ ABSL_DECLARE_FLAG(std::string, state_dir);
 ABSL_DECLARE_FLAG(int, top);
 ABSL_DECLARE_FLAG(bool, verbose);
 ABSL_DECLARE_FLAG(std::string, log_level);
+ABSL_DECLARE_FLAG(int32_t, log_lines_per_cause);
 ABSL_DECLARE_FLAG(std::string, output);
 ABSL_DECLARE_FLAG(std::string, sample_index);
 

@@ -604,6 +604,12 @@ int Main(int argc, char** argv) {
                      log_level, "'")));
   }
   SetLogLevel(absl::GetFlag(FLAGS_verbose) ? LogLevel::kDebug : level);
+  const int32_t lines_per_cause = absl::GetFlag(FLAGS_log_lines_per_cause);
+  if (lines_per_cause < 1 || lines_per_cause > 10000) {
+    return Fail(absl::InvalidArgumentError(
+        "--log-lines-per-cause must be in [1, 10000]"));
+  }
+  SetLogLinesPerCause(lines_per_cause);
 
   if (subcommand == "run") return RunCommand(command);
   if (subcommand == "collect") {
