@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "collector/base/flag_environment.h"
 
 ABSL_FLAG(std::string, ring_dir, "",
           "Directory of ring files. `collect`: required (the emitters' "
@@ -116,6 +117,43 @@ ABSL_FLAG(std::string, sample_index, "",
 namespace ringprof {
 namespace collector {
 
+// Each flag is also RINGPROF_<NAME> (flag_environment.h).
+const bool kFlagEnvironment = RegisterRingprofFlagEnvironment({
+    "ring_dir",
+    "output_dir",
+    "emitter",
+    "service",
+    "tick",
+    "max_distance",
+    "idle_frame",
+    "window",
+    "poll_interval",
+    "rescan_interval",
+    "watermark_slack",
+    "liveness_interval",
+    "keep_rings",
+    "symbols_dir",
+    "debuginfod",
+    "symbolize",
+    "symbols_cache_mib",
+    "symbols_max_file_mib",
+    "proc_root",
+    "max_queued_records",
+    "max_open_rings",
+    "state_dir",
+    "max_memory_mib",
+    "max_memory_per_process_mib",
+    "max_future",
+    "max_past",
+    "drain_timeout",
+    "shutdown_deadline",
+    "top",
+    "verbose",
+    "log_level",
+    "output",
+    "sample_index",
+});
+
 void NormalizeFlagNames(std::vector<std::string>& args) {
   for (std::string& arg : args) {
     if (arg == "--") break;
@@ -129,29 +167,12 @@ void NormalizeFlagNames(std::vector<std::string>& args) {
 }
 
 namespace {
+
 bool IsCollectorFlagFile(absl::string_view file) {
   return absl::StrContains(file, "collector/");
 }
-}  // namespace
 
-absl::Status ApplyEnvironmentToFlags() {
-  for (const auto& [name, flag] : absl::GetAllFlags()) {
-    const std::string file = flag->Filename();
-    if (!IsCollectorFlagFile(file) || absl::StrContains(file, "shipping/")) {
-      continue;
-    }
-    const std::string var =
-        absl::StrCat("RINGPROF_", absl::AsciiStrToUpper(std::string(name)));
-    const char* value = std::getenv(var.c_str());
-    if (value == nullptr) continue;
-    std::string error;
-    if (!flag->ParseFrom(value, &error)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("environment variable ", var, ": ", error));
-    }
-  }
-  return absl::OkStatus();
-}
+}  // namespace
 
 void ConfigureUsage() {
   absl::FlagsUsageConfig config;

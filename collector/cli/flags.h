@@ -35,11 +35,6 @@ namespace collector {
 // Rewrites "--some-flag[=v]" to "--some_flag[=v]" up to a "--" argument.
 void NormalizeFlagNames(std::vector<std::string>& args);
 
-// Sets every collector flag (not collector/shipping's, which read their
-// PYROSCOPE_* variables themselves) from RINGPROF_<NAME> when that is set.
-// InvalidArgument naming the variable when a value does not parse.
-absl::Status ApplyEnvironmentToFlags();
-
 // --help lists the flags of collector/ and collector/shipping/.
 void ConfigureUsage();
 

@@ -39,6 +39,7 @@
 #include "absl/time/time.h"
 #include "collector/base/clock.h"
 #include "collector/base/file.h"
+#include "collector/base/flag_environment.h"
 #include "collector/base/log.h"
 #include "collector/cli/child_process.h"
 #include "collector/cli/flags.h"

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "collector/base/flag_environment.h"
 #include "collector/shipping/http_uploader.h"
 #include "collector/shipping/metrics_server.h"
 
@@ -88,19 +89,33 @@ namespace collector {
 namespace shipping {
 namespace {
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? "" : v;
-}
-
-// The flag when given, else the environment variable.
-std::string Setting(const absl::Flag<std::string>& flag, const char* env,
-                    const std::string& flag_default = "") {
-  std::string v = absl::GetFlag(flag);
-  if (v != flag_default) return v;
-  std::string e = Env(env);
-  return e.empty() ? v : e;
-}
+// Each flag is also the environment variable its help names
+// (flag_environment.h).
+const bool kFlagEnvironment = RegisterFlagEnvironment({
+    {"server_address", "PYROSCOPE_SERVER_ADDRESS"},
+    {"application_name", "PYROSCOPE_APPLICATION_NAME"},
+    {"tags", "PYROSCOPE_TAGS"},
+    {"basic_auth_user", "PYROSCOPE_BASIC_AUTH_USER"},
+    {"basic_auth_password", "PYROSCOPE_BASIC_AUTH_PASSWORD"},
+    {"basic_auth_password_file", "PYROSCOPE_BASIC_AUTH_PASSWORD_FILE"},
+    {"auth_token", "PYROSCOPE_AUTH_TOKEN"},
+    {"auth_token_file", "PYROSCOPE_AUTH_TOKEN_FILE"},
+    {"tenant_id", "PYROSCOPE_TENANT_ID"},
+    {"http_headers", "PYROSCOPE_HTTP_HEADERS"},
+    {"ca_file", "PYROSCOPE_CA_FILE"},
+    {"spool_dir", "RINGPROF_SPOOL_DIR"},
+    {"spool_max_bytes", "RINGPROF_SPOOL_MAX_BYTES"},
+    {"legacy_ingest", "RINGPROF_LEGACY_INGEST"},
+    {"upload_timeout", "RINGPROF_UPLOAD_TIMEOUT"},
+    {"max_request_bytes", "RINGPROF_MAX_REQUEST_BYTES"},
+    {"upload_attempts", "RINGPROF_UPLOAD_ATTEMPTS"},
+    {"pid_label", "RINGPROF_PID_LABEL"},
+    {"service_repository", "PYROSCOPE_SERVICE_REPOSITORY"},
+    {"service_git_ref", "PYROSCOPE_SERVICE_GIT_REF"},
+    {"service_root_path", "PYROSCOPE_SERVICE_ROOT_PATH"},
+    {"metrics_port", "RINGPROF_METRICS_PORT"},
+    {"metrics_address", "RINGPROF_METRICS_ADDRESS"},
+});
 
 // A secret file is read once, at startup, and must be a regular file of at
 // most 64 KiB: a FIFO or a device (/dev/zero) would hang or never end.
@@ -162,16 +177,17 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
   return secret;
 }
 
-// A secret from its flag/env, or from its file flag/env (the file wins).
+// A secret from its flag, or from its file flag (the file wins).
 absl::StatusOr<std::string> Secret(const absl::Flag<std::string>& flag,
-                                   const char* env,
                                    const absl::Flag<std::string>& file_flag,
-                                   const char* file_env, const char* what) {
-  const std::string file = Setting(file_flag, file_env);
+                                   const char* what) {
+  const std::string file = absl::GetFlag(file_flag);
   absl::StatusOr<std::string> secret =
-      file.empty() ? Setting(flag, env) : ReadSecretFile(file, what);
+      file.empty() ? absl::GetFlag(flag) : ReadSecretFile(file, what);
   // Not passed on to a program `ringprof run` starts.
-  unsetenv(env);
+  const std::string variable =
+      FlagVariableOf(absl::GetFlagReflectionHandle(flag).Name());
+  if (!variable.empty()) unsetenv(variable.c_str());
   return secret;
 }
 
@@ -192,18 +208,6 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseHeaders(
         std::string(absl::StripAsciiWhitespace(item.substr(eq + 1))));
   }
   return headers;
-}
-
-// A boolean flag, or when it is false its environment variable.
-absl::Status BoolSetting(const absl::Flag<bool>& flag, const char* env,
-                         bool* out) {
-  *out = absl::GetFlag(flag);
-  if (*out) return absl::OkStatus();
-  const std::string value = absl::AsciiStrToLower(Env(env));
-  if (!value.empty() && !absl::SimpleAtob(value, out)) {
-    return absl::InvalidArgumentError(absl::StrCat(env, ": not a boolean"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -237,17 +241,14 @@ absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
 absl::StatusOr<std::optional<PyroscopeSinkOptions>>
 PyroscopeSinkOptionsFromFlags() {
   PyroscopeSinkOptions o;
-  o.upload.server_url =
-      Setting(FLAGS_server_address, "PYROSCOPE_SERVER_ADDRESS");
+  o.upload.server_url = absl::GetFlag(FLAGS_server_address);
   if (o.upload.server_url.empty()) return std::nullopt;
   if (absl::Status s = ValidateServerUrl(o.upload.server_url); !s.ok()) {
     return s;
   }
 
-  o.labels.application_name =
-      Setting(FLAGS_application_name, "PYROSCOPE_APPLICATION_NAME");
-  absl::StatusOr<Labels> tags =
-      ParseTags(Setting(FLAGS_tags, "PYROSCOPE_TAGS"));
+  o.labels.application_name = absl::GetFlag(FLAGS_application_name);
+  absl::StatusOr<Labels> tags = ParseTags(absl::GetFlag(FLAGS_tags));
   if (!tags.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tags / PYROSCOPE_TAGS: ", tags.status().message()));
@@ -269,7 +270,7 @@ PyroscopeSinkOptionsFromFlags() {
                         "service_git_ref"),
         std::make_tuple(&FLAGS_service_root_path, "PYROSCOPE_SERVICE_ROOT_PATH",
                         "service_root_path")}) {
-    const std::string value = Setting(*flag, env);
+    const std::string value = absl::GetFlag(*flag);
     if (value.empty()) continue;
     if (absl::Status s = ValidateLabelValue(label, value); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(env, ": ", s.message()));
@@ -282,23 +283,16 @@ PyroscopeSinkOptionsFromFlags() {
     }
     o.labels.source_labels.emplace_back(label, value);
   }
-  if (absl::Status s = BoolSetting(FLAGS_pid_label, "RINGPROF_PID_LABEL",
-                                   &o.labels.pid_label);
-      !s.ok()) {
-    return s;
-  }
+  o.labels.pid_label = absl::GetFlag(FLAGS_pid_label);
 
-  o.upload.basic_auth_user =
-      Setting(FLAGS_basic_auth_user, "PYROSCOPE_BASIC_AUTH_USER");
+  o.upload.basic_auth_user = absl::GetFlag(FLAGS_basic_auth_user);
   absl::StatusOr<std::string> password =
-      Secret(FLAGS_basic_auth_password, "PYROSCOPE_BASIC_AUTH_PASSWORD",
-             FLAGS_basic_auth_password_file,
-             "PYROSCOPE_BASIC_AUTH_PASSWORD_FILE", "basic auth password");
+      Secret(FLAGS_basic_auth_password, FLAGS_basic_auth_password_file,
+             "basic auth password");
   if (!password.ok()) return password.status();
   o.upload.basic_auth_password = std::move(*password);
   absl::StatusOr<std::string> token =
-      Secret(FLAGS_auth_token, "PYROSCOPE_AUTH_TOKEN", FLAGS_auth_token_file,
-             "PYROSCOPE_AUTH_TOKEN_FILE", "auth token");
+      Secret(FLAGS_auth_token, FLAGS_auth_token_file, "auth token");
   if (!token.ok()) return token.status();
   o.upload.bearer_token = std::move(*token);
   if (!o.upload.bearer_token.empty() &&
@@ -307,16 +301,15 @@ PyroscopeSinkOptionsFromFlags() {
     return absl::InvalidArgumentError(
         "give either basic auth or an auth token, not both");
   }
-  o.upload.tenant_id = Setting(FLAGS_tenant_id, "PYROSCOPE_TENANT_ID");
-  auto headers =
-      ParseHeaders(Setting(FLAGS_http_headers, "PYROSCOPE_HTTP_HEADERS"));
+  o.upload.tenant_id = absl::GetFlag(FLAGS_tenant_id);
+  auto headers = ParseHeaders(absl::GetFlag(FLAGS_http_headers));
   if (!headers.ok()) return headers.status();
   o.upload.extra_headers = std::move(*headers);
-  o.upload.ca_file = Setting(FLAGS_ca_file, "PYROSCOPE_CA_FILE");
+  o.upload.ca_file = absl::GetFlag(FLAGS_ca_file);
 
-  o.spool_dir = Setting(FLAGS_spool_dir, "RINGPROF_SPOOL_DIR");
-  absl::StatusOr<uint64_t> spool_bytes = ParseByteSize(
-      Setting(FLAGS_spool_max_bytes, "RINGPROF_SPOOL_MAX_BYTES", "256M"));
+  o.spool_dir = absl::GetFlag(FLAGS_spool_dir);
+  absl::StatusOr<uint64_t> spool_bytes =
+      ParseByteSize(absl::GetFlag(FLAGS_spool_max_bytes));
   if (!spool_bytes.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--spool-max-bytes / RINGPROF_SPOOL_MAX_BYTES: ",
@@ -324,12 +317,7 @@ PyroscopeSinkOptionsFromFlags() {
   }
   o.spool_max_bytes = *spool_bytes;
 
-  if (absl::Status s =
-          BoolSetting(FLAGS_legacy_ingest, "RINGPROF_LEGACY_INGEST",
-                      &o.upload.legacy_ingest);
-      !s.ok()) {
-    return s;
-  }
+  o.upload.legacy_ingest = absl::GetFlag(FLAGS_legacy_ingest);
   if (o.upload.legacy_ingest) {
     Labels all = o.labels.tags;
     all.insert(all.end(), o.labels.source_labels.begin(),
@@ -340,8 +328,8 @@ PyroscopeSinkOptionsFromFlags() {
           absl::StrCat("--legacy-ingest: ", problem));
     }
   }
-  absl::StatusOr<uint64_t> request_bytes = ParseByteSize(
-      Setting(FLAGS_max_request_bytes, "RINGPROF_MAX_REQUEST_BYTES", "2M"));
+  absl::StatusOr<uint64_t> request_bytes =
+      ParseByteSize(absl::GetFlag(FLAGS_max_request_bytes));
   // 4K still holds the labels and a profile folded to one "[trimmed]" stack.
   if (!request_bytes.ok() || *request_bytes < 4 * 1024) {
     return absl::InvalidArgumentError(
@@ -349,23 +337,13 @@ PyroscopeSinkOptionsFromFlags() {
         "least 4K (K/M/G suffixes)");
   }
   o.max_request_bytes = *request_bytes;
-  int attempts = absl::GetFlag(FLAGS_upload_attempts);
-  if (const std::string env = Env("RINGPROF_UPLOAD_ATTEMPTS");
-      attempts == 5 && !env.empty() && !absl::SimpleAtoi(env, &attempts)) {
-    return absl::InvalidArgumentError("RINGPROF_UPLOAD_ATTEMPTS: not a number");
-  }
+  const int attempts = absl::GetFlag(FLAGS_upload_attempts);
   if (attempts < 1 || attempts > 100) {
     return absl::InvalidArgumentError(
         "--upload-attempts must be between 1 and 100");
   }
   o.max_attempts = attempts;
-  absl::Duration timeout = absl::GetFlag(FLAGS_upload_timeout);
-  if (const std::string env = Env("RINGPROF_UPLOAD_TIMEOUT");
-      timeout == absl::Seconds(10) && !env.empty() &&
-      !absl::ParseDuration(env, &timeout)) {
-    return absl::InvalidArgumentError(
-        "RINGPROF_UPLOAD_TIMEOUT: not a duration (e.g. 10s)");
-  }
+  const absl::Duration timeout = absl::GetFlag(FLAGS_upload_timeout);
   if (timeout < absl::Milliseconds(100)) {
     return absl::InvalidArgumentError("--upload-timeout must be >= 100ms");
   }
@@ -379,18 +357,13 @@ absl::Status StartMetricsServerFromFlags() {
   static MetricsServer* server = nullptr;  // lives until exit
   std::lock_guard<std::mutex> lock(mu);
   if (server != nullptr) return absl::OkStatus();
-  int port = absl::GetFlag(FLAGS_metrics_port);
-  if (const std::string env = Env("RINGPROF_METRICS_PORT");
-      port == 0 && !env.empty() && !absl::SimpleAtoi(env, &port)) {
-    return absl::InvalidArgumentError("RINGPROF_METRICS_PORT: not a number");
-  }
+  const int port = absl::GetFlag(FLAGS_metrics_port);
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         "--metrics-port / RINGPROF_METRICS_PORT: a port from 0 (off) to 65535");
   }
   if (port == 0) return absl::OkStatus();
-  const std::string address =
-      Setting(FLAGS_metrics_address, "RINGPROF_METRICS_ADDRESS", "127.0.0.1");
+  const std::string address = absl::GetFlag(FLAGS_metrics_address);
   absl::StatusOr<std::unique_ptr<MetricsServer>> started =
       MetricsServer::Start(address, port);
   if (!started.ok()) return started.status();

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "collector/base/flag_environment.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -23,6 +25,7 @@ using ::testing::UnorderedElementsAre;
 
 class PyroscopeFlagsTest : public ::testing::Test {
  protected:
+  absl::FlagSaver saver_;  // every flag back to its default after a test
   void TearDown() override {
     for (const char* env :
          {"PYROSCOPE_SERVER_ADDRESS", "PYROSCOPE_APPLICATION_NAME",
@@ -47,6 +50,13 @@ class PyroscopeFlagsTest : public ::testing::Test {
     absl::SetFlag(&FLAGS_upload_attempts, 5);
   }
 
+  // As ringprof's main does it: the environment is applied first, so flags
+  // the test sets afterwards stand for the command line, which wins.
+  void SetEnv(const char* name, const std::string& value) {
+    setenv(name, value.c_str(), 1);
+    ASSERT_TRUE(ApplyEnvironmentToFlags().ok());
+  }
+
   std::string WriteFile(const std::string& content) {
     const std::string path = std::string(getenv("TEST_TMPDIR")) + "/secret";
     std::ofstream(path) << content;
@@ -64,16 +74,16 @@ TEST_F(PyroscopeFlagsTest, NoServerMeansNoSink) {
 }
 
 TEST_F(PyroscopeFlagsTest, EnvironmentFollowsSdkConventions) {
-  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
-  setenv("PYROSCOPE_APPLICATION_NAME", "checkout", 1);
-  setenv("PYROSCOPE_TAGS", "env=prod,region=eu", 1);
-  setenv("PYROSCOPE_BASIC_AUTH_USER", "123", 1);
-  setenv("PYROSCOPE_BASIC_AUTH_PASSWORD", "pw", 1);
-  setenv("PYROSCOPE_TENANT_ID", "team-a", 1);
-  setenv("PYROSCOPE_HTTP_HEADERS", "X-A=1, X-B=two", 1);
-  setenv("RINGPROF_SPOOL_MAX_BYTES", "64M", 1);
-  setenv("RINGPROF_LEGACY_INGEST", "true", 1);
-  setenv("RINGPROF_UPLOAD_TIMEOUT", "2s", 1);
+  SetEnv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040");
+  SetEnv("PYROSCOPE_APPLICATION_NAME", "checkout");
+  SetEnv("PYROSCOPE_TAGS", "env=prod,region=eu");
+  SetEnv("PYROSCOPE_BASIC_AUTH_USER", "123");
+  SetEnv("PYROSCOPE_BASIC_AUTH_PASSWORD", "pw");
+  SetEnv("PYROSCOPE_TENANT_ID", "team-a");
+  SetEnv("PYROSCOPE_HTTP_HEADERS", "X-A=1, X-B=two");
+  SetEnv("RINGPROF_SPOOL_MAX_BYTES", "64M");
+  SetEnv("RINGPROF_LEGACY_INGEST", "true");
+  SetEnv("RINGPROF_UPLOAD_TIMEOUT", "2s");
   auto options = PyroscopeSinkOptionsFromFlags();
   ASSERT_TRUE(options.ok()) << options.status();
   ASSERT_TRUE(options->has_value());
@@ -102,8 +112,8 @@ TEST_F(PyroscopeFlagsTest, EnvironmentFollowsSdkConventions) {
 }
 
 TEST_F(PyroscopeFlagsTest, InvalidTagsAreAStartupError) {
-  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
-  setenv("PYROSCOPE_TAGS", "my-env=prod", 1);
+  SetEnv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040");
+  SetEnv("PYROSCOPE_TAGS", "my-env=prod");
   auto sink = MakePyroscopeSinkFromFlags();
   ASSERT_FALSE(sink.ok());
   EXPECT_EQ(sink.status().code(), absl::StatusCode::kInvalidArgument);
@@ -112,7 +122,7 @@ TEST_F(PyroscopeFlagsTest, InvalidTagsAreAStartupError) {
 }
 
 TEST_F(PyroscopeFlagsTest, SecretsComeFromFilesAndNeverAppearInErrors) {
-  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
+  SetEnv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040");
   absl::SetFlag(&FLAGS_basic_auth_password_file, WriteFile("from-file\n"));
   auto options = PyroscopeSinkOptionsFromFlags();
   ASSERT_TRUE(options.ok()) << options.status();
@@ -153,12 +163,12 @@ TEST_F(PyroscopeFlagsTest, BadUrlsAndPortsAreStartupErrors) {
     EXPECT_TRUE(ValidateServerUrl(url).ok()) << url;
   }
   absl::SetFlag(&FLAGS_server_address, "");
-  setenv("RINGPROF_METRICS_PORT", "70000", 1);
+  SetEnv("RINGPROF_METRICS_PORT", "70000");
   EXPECT_FALSE(StartMetricsServerFromFlags().ok());
 }
 
 TEST_F(PyroscopeFlagsTest, SecretFilesMustBeSmallRegularFiles) {
-  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
+  SetEnv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040");
   absl::SetFlag(&FLAGS_basic_auth_password_file, "/dev/zero");
   auto options = PyroscopeSinkOptionsFromFlags();
   ASSERT_FALSE(options.ok());
@@ -185,7 +195,7 @@ TEST_F(PyroscopeFlagsTest, SecretFilesMustBeSmallRegularFiles) {
 
   // Read once, then gone from the environment a child would inherit.
   absl::SetFlag(&FLAGS_basic_auth_password_file, "");
-  setenv("PYROSCOPE_BASIC_AUTH_PASSWORD", "pw", 1);
+  SetEnv("PYROSCOPE_BASIC_AUTH_PASSWORD", "pw");
   options = PyroscopeSinkOptionsFromFlags();
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ((*options)->upload.basic_auth_password, "pw");
@@ -193,10 +203,10 @@ TEST_F(PyroscopeFlagsTest, SecretFilesMustBeSmallRegularFiles) {
 }
 
 TEST_F(PyroscopeFlagsTest, LabelOptions) {
-  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
-  setenv("PYROSCOPE_TAGS", "k8s.cluster=prod", 1);
-  setenv("PYROSCOPE_SERVICE_GIT_REF", "v1.2.3", 1);
-  setenv("RINGPROF_PID_LABEL", "true", 1);
+  SetEnv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040");
+  SetEnv("PYROSCOPE_TAGS", "k8s.cluster=prod");
+  SetEnv("PYROSCOPE_SERVICE_GIT_REF", "v1.2.3");
+  SetEnv("RINGPROF_PID_LABEL", "true");
   auto options = PyroscopeSinkOptionsFromFlags();
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_THAT((*options)->labels.tags,
@@ -206,31 +216,31 @@ TEST_F(PyroscopeFlagsTest, LabelOptions) {
   EXPECT_TRUE((*options)->labels.pid_label);
   EXPECT_EQ((*options)->max_request_bytes, 2u << 20);
 
-  setenv("PYROSCOPE_TAGS", "service_git_ref=x", 1);
+  SetEnv("PYROSCOPE_TAGS", "service_git_ref=x");
   EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
               HasSubstr("given both"));
-  setenv("PYROSCOPE_TAGS", "__session_id__=1", 1);
+  SetEnv("PYROSCOPE_TAGS", "__session_id__=1");
   EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
               HasSubstr("reserved"));
-  setenv("PYROSCOPE_TAGS", "1st=x", 1);
+  SetEnv("PYROSCOPE_TAGS", "1st=x");
   EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
               HasSubstr("must not start with a digit"));
-  unsetenv("PYROSCOPE_TAGS");
+  absl::SetFlag(&FLAGS_tags, "");
   absl::SetFlag(&FLAGS_max_request_bytes, "3K");
   EXPECT_FALSE(PyroscopeSinkOptionsFromFlags().ok());
 }
 
 TEST_F(PyroscopeFlagsTest, LegacyIngestRefusesNamesItsParserCannotCarry) {
-  setenv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040", 1);
+  SetEnv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040");
   absl::SetFlag(&FLAGS_legacy_ingest, true);
-  setenv("PYROSCOPE_APPLICATION_NAME", "my app", 1);
+  SetEnv("PYROSCOPE_APPLICATION_NAME", "my app");
   EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
               HasSubstr("application name"));
-  setenv("PYROSCOPE_APPLICATION_NAME", "team/my-app.v2", 1);
-  setenv("PYROSCOPE_TAGS", "route=a}b", 1);
+  SetEnv("PYROSCOPE_APPLICATION_NAME", "team/my-app.v2");
+  SetEnv("PYROSCOPE_TAGS", "route=a}b");
   EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
               HasSubstr("route"));
-  setenv("PYROSCOPE_TAGS", "route=a_b", 1);
+  SetEnv("PYROSCOPE_TAGS", "route=a_b");
   EXPECT_TRUE(PyroscopeSinkOptionsFromFlags().ok());
 }
 
