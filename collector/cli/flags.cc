@@ -150,6 +150,7 @@ const bool kFlagEnvironment = RegisterRingprofFlagEnvironment({
     "top",
     "verbose",
     "log_level",
+    "log_lines_per_cause",
     "output",
     "sample_index",
 });
