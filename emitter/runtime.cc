@@ -432,7 +432,10 @@ void EndSession(int exit_status) {
   // then the module map again, last, where nothing overwrites it: a
   // collector that lost the earlier copies (a short, busy run laps the
   // rings) can still name those stacks.
-  if (FreeTrackingOn() && LiveSetSize() > 0) {
+  // Also when nothing is live: the empty sweep tells a collector that lost
+  // frees (programs often free everything at exit, in a burst) that
+  // nothing is left.
+  if (FreeTrackingOn()) {
     SweepLiveSetNow();
     TryEmitAllModules();
   }

@@ -256,10 +256,10 @@ struct ThreadExit {
 };
 static_assert(sizeof(ThreadExit) == 16, "");
 
-// In-use heap (FORMAT.md, "The live set"). The emitter keeps every tracked
-// allocation sample until its free and re-sends the whole set in sweeps:
-// one LiveSample per entry, then one LiveSweepEnd, all in ring 0 so that a
-// reader sees them in order.
+// In-use heap (FORMAT.md §5.1, "The live set"). The emitter keeps every
+// tracked allocation sample until its free and re-sends the whole set in
+// sweeps: one LiveSample per entry, then one LiveSweepEnd, spread over the
+// rings; readers order them by timestamp.
 struct LiveSample {
   uint64_t monotonic_ns;  // when the sweep copied the entry (still live then)
   uint64_t alloc_ns;      // monotonic_ns of the entry's AllocSample
