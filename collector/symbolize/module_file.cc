@@ -29,6 +29,8 @@ constexpr int kReadFlags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 // As the kernel's MAXSYMLINKS.
 constexpr int kMaxSymlinks = 40;
 
+// Unlike base's ErrnoError, keeps errno's status code: a missing candidate
+// (NotFound) is routine, anything else is a rejection worth counting.
 absl::Status Errno(absl::string_view what, absl::string_view path) {
   return absl::Status(absl::ErrnoToStatusCode(errno),
                       absl::StrCat(what, " ", path, ": ", strerror(errno)));
