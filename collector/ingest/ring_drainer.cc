@@ -198,10 +198,12 @@ void RingDrainer::RunOnce(bool wait) {
     }
     const PollResult result = PollRing(ring, /*max_polls=*/4);
     t = absl::Now();
-    // Idle rings (no record for a second) are polled every 100 ms only.
-    ring.next_poll = t - ring.last_progress >= absl::Seconds(1)
-                         ? t + absl::Milliseconds(100)
-                         : t;
+    // Idle rings are polled less: every 100 ms after a second without a
+    // record, every second after ten (the watermark matters per window).
+    const absl::Duration idle = t - ring.last_progress;
+    ring.next_poll = idle >= absl::Seconds(10)  ? t + absl::Seconds(1)
+                     : idle >= absl::Seconds(1) ? t + absl::Milliseconds(100)
+                                                : t;
     if (result == PollResult::kBroken) {
       EndRing(ring, /*delete_file=*/false);
       it = rings_.erase(it);
@@ -270,7 +272,11 @@ Liveness RingDrainer::NameLiveness(const std::string& path) {
 
 void RingDrainer::TryOpenPending() {
   const absl::Time now = absl::Now();
-  next_pending_pass_ = now + absl::Milliseconds(50);
+  // At capacity nothing can open until a ring ends (which brings the next
+  // pass forward): look again only to refresh liveness.
+  next_pending_pass_ = now + (rings_.size() >= options_.max_open_rings
+                                  ? options_.liveness_interval
+                                  : absl::Milliseconds(50));
   if (pending_.empty()) return;
   // Files of processes seen alive first, then unknown, then gone; within
   // one class the oldest first.
@@ -451,6 +457,7 @@ void RingDrainer::EndRing(Ring& ring, bool delete_file, bool process_done) {
   ended.process = ring.id;
   ended.process_done = process_done;
   queue_->Push(std::move(ended));
+  next_pending_pass_ = absl::InfinitePast();  // a slot is free
   ended_.fetch_add(1);
   if (ring.stats.lost > 0 || ring.stats.writer_dropped > 0) {
     LogWarningLimited(

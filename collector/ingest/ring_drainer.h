@@ -22,7 +22,8 @@
 //     namespace) is only ended by its end flag or by Stop();
 //   * at most max_open_rings files are open (each holds a descriptor and a
 //     mapping); the rest wait, files of processes seen alive first. A ring
-//     that made no progress for a second is polled every 100 ms only;
+//     without a record for a second is polled every 100 ms, after ten
+//     seconds every second;
 //   * a file that breaks while being read (truncated, corrupt) is reported,
 //     its process ended with what was read, and the file skipped;
 //   * retention: once a process has ended and its ring is drained, the ring
