@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "collector/profile/pprof_validate.h"
 #include "gtest/gtest.h"
+#include "ringfile/clock.h"
 #include "ringfile/test_util.h"
 #include "ringfile/writer.h"
 
@@ -51,11 +52,7 @@ class LockedSink : public ProfileSink {
   std::vector<WindowProfile> profiles_;  // guarded by mu_
 };
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000ull + ts.tv_nsec;
-}
+uint64_t NowNs() { return ringfile::ClockNs(CLOCK_MONOTONIC); }
 
 bool Exists(const std::string& path) {
   struct stat st;

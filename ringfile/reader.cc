@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "boost/interprocess/mapped_region.hpp"
+#include "ringfile/clock.h"
 #include "ringfile/guarded_memory.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -24,13 +25,6 @@ namespace ringfile {
 namespace {
 
 namespace bip = boost::interprocess;
-
-uint64_t MonotonicNowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool IsPowerOfTwo(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -299,7 +293,7 @@ absl::Status MappedRingReader::Poll(const PollOptions& options,
   }
   const bool ended = (flags & kFlagProcessEnded) != 0;
   const uint64_t now_ns =
-      options.now_ns != 0 ? options.now_ns : MonotonicNowNs();
+      options.now_ns != 0 ? options.now_ns : ClockNs(CLOCK_MONOTONIC);
   uint32_t budget = options.max_records;
   const uint32_t first = next_first_ring_;
   next_first_ring_ = (next_first_ring_ + 1) % info_.ring_count;

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "ringfile/clock.h"
 #include "ringfile/format.h"
 #include "ringfile/reader.h"
 #include "ringfile/stress_record.h"
@@ -48,11 +49,7 @@ constexpr uint64_t kRecordsPerThread = 1500;
 constexpr int kIterations = 30;
 constexpr uint64_t kIterationDeadlineNs = 20'000'000'000;
 
-uint64_t NowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000ull + ts.tv_nsec;
-}
+uint64_t NowNs() { return ringfile::ClockNs(CLOCK_MONOTONIC); }
 
 // Shared (MAP_SHARED | MAP_ANONYMOUS) between the test and its child.
 struct Progress {

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "ringfile/clock.h"
 #include "ringfile/format.h"
 #include "ringfile/reader.h"
 #include "ringfile/stress_record.h"
@@ -39,11 +40,7 @@ constexpr uint64_t kOversizedEvery = 997;  // these must be writer-dropped
 constexpr uint64_t kWriteDurationNs = 1'000'000'000;
 constexpr uint64_t kTestDeadlineNs = 40'000'000'000;
 
-uint64_t NowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000ull + ts.tv_nsec;
-}
+uint64_t NowNs() { return ringfile::ClockNs(CLOCK_MONOTONIC); }
 
 struct WriterTotals {
   uint64_t attempts = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ringfile/clock.h"
 #include "ringfile/format.h"
 #include "ringfile/reader.h"
 #include "ringfile/stress_record.h"
@@ -30,11 +31,7 @@ using ::ringprof::ringfile::testing::TempRingPath;
 constexpr uint64_t kWantedInterruptions = 100;
 constexpr uint64_t kDeadlineNs = 20'000'000'000;
 
-uint64_t NowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000ull + ts.tv_nsec;
-}
+uint64_t NowNs() { return ringfile::ClockNs(CLOCK_MONOTONIC); }
 
 RingWriter* g_writer = nullptr;
 std::atomic<uint64_t> g_handler_seq{0};

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "ringfile/clock.h"
+
 // The payload words are stored as little-endian 64-bit integers assembled
 // from the record's bytes; the format is little-endian (FORMAT.md).
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -18,13 +20,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 namespace ringprof {
 namespace ringfile {
 namespace {
-
-uint64_t ClockNs(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Copies a C string into a fixed NUL-padded field, truncating; the field is
 // always NUL-terminated.
