@@ -322,7 +322,7 @@ int64_t ThreadCpuNs() {
 }
 
 // ---------------------------------------------------------------------------
-// The real sigaction, past our interposer (see the end of this file).
+// The real sigaction, past our interposer (signal_interpose.cc).
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 std::atomic<SigactionFn> g_next_sigaction{nullptr};
@@ -866,245 +866,25 @@ CpuTimerStats GetCpuTimerStats() {
   return stats;
 }
 
-}  // namespace emitter
-}  // namespace ringprof
-
-// ---------------------------------------------------------------------------
-// Interposed signal-disposition calls. While the sampler runs, the
-// application must neither see nor replace our handler unnoticed: a query
-// returns the disposition it had before us, and installing anything on our
-// signal makes the sampler back off first (delete all timers, discard
-// pending signals) so the application's handler never receives a sample
-// signal. Every other signal passes straight through.
-
-using ringprof::emitter::BackOff;
-using ringprof::emitter::g_app_disposition;
-using ringprof::emitter::NextSigaction;
-using ringprof::emitter::OwnsSignal;
-
-extern "C" int sigaction(int signo, const struct sigaction* action,
-                         struct sigaction* old_action) noexcept {
-  if (OwnsSignal(signo)) {
-    if (action == nullptr) {
-      if (old_action != nullptr) *old_action = g_app_disposition;
-      return 0;
-    }
-    BackOff(signo);
-  }
+// For signal_interpose.cc (cpu_timer.h).
+bool CpuTimerOwnsSignal(int signo) { return OwnsSignal(signo); }
+void CpuTimerBackOff(int signo) { BackOff(signo); }
+const struct sigaction& CpuTimerAppDisposition() { return g_app_disposition; }
+int CpuTimerNextSigaction(int signo, const struct sigaction* action,
+                          struct sigaction* old_action) {
   return NextSigaction()(signo, action, old_action);
 }
-
-namespace {
-template <typename Fn>
-Fn NextFunction(std::atomic<Fn>* cache, const char* name) {
-  Fn next = cache->load(std::memory_order_acquire);
-  if (next == nullptr) {
-    next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-    cache->store(next, std::memory_order_release);
-  }
-  return next;
+bool CpuTimerRunning() {
+  return g_state.load(std::memory_order_acquire) == State::kRunning;
 }
-}  // namespace
-
-// signal() and its aliases do not go through the sigaction symbol in glibc.
-#define RINGPROF_INTERPOSE_SIGNAL_FN(name)                                 \
-  extern "C" sighandler_t name(int signo, sighandler_t handler) noexcept { \
-    static std::atomic<sighandler_t (*)(int, sighandler_t)> next{};        \
-    if (OwnsSignal(signo)) BackOff(signo);                                 \
-    auto fn = NextFunction(&next, #name);                                  \
-    if (fn == nullptr) {                                                   \
-      errno = ENOSYS;                                                      \
-      return SIG_ERR;                                                      \
-    }                                                                      \
-    return fn(signo, handler);                                             \
-  }
-
-RINGPROF_INTERPOSE_SIGNAL_FN(signal)
-RINGPROF_INTERPOSE_SIGNAL_FN(bsd_signal)
-RINGPROF_INTERPOSE_SIGNAL_FN(sysv_signal)
-RINGPROF_INTERPOSE_SIGNAL_FN(sigset)
-
-#undef RINGPROF_INTERPOSE_SIGNAL_FN
-
-// Waiting for signals. A thread that blocks every signal and waits for all
-// of them (a sigwait thread, a signalfd over a full set) must not be handed
-// a sample signal left pending by its timer: when the set holds every
-// real-time signal, ours is taken out; it stays pending, unseen, and the
-// timer counts overruns instead of queueing more. A set that names our
-// signal but not all real-time signals means the application uses that
-// signal itself (e.g. its own timer_create + sigwait): the sampler backs off
-// and the call goes through unchanged.
-namespace {
-bool WithoutOurSignal(const sigset_t* set, sigset_t* stripped) {
-  if (set == nullptr) return false;
-  if (ringprof::emitter::g_state.load(std::memory_order_acquire) !=
-      ringprof::emitter::State::kRunning) {
-    return false;
-  }
-  const int signo = ringprof::emitter::g_signal;
-  if (sigismember(set, signo) != 1) return false;
-  for (int rt = SIGRTMIN; rt <= SIGRTMAX; ++rt) {
-    if (sigismember(set, rt) != 1) {
-      BackOff(signo);
-      return false;
-    }
-  }
-  *stripped = *set;
-  sigdelset(stripped, signo);
-  return true;
+int CpuTimerSignal() { return g_signal; }
+void CpuTimerNoteFramesRegistered() {
+  g_frames_registered.store(true, std::memory_order_relaxed);
 }
-}  // namespace
-
-extern "C" int sigwait(const sigset_t* set, int* signo) {
-  static std::atomic<int (*)(const sigset_t*, int*)> next{};
-  auto fn = NextFunction(&next, "sigwait");
-  if (fn == nullptr) {
-    errno = ENOSYS;
-    return -1;
-  }
-  sigset_t stripped;
-  return fn(WithoutOurSignal(set, &stripped) ? &stripped : set, signo);
+void CpuTimerSetAppBlocksSignal(int blocks) { t_app_blocks_signal = blocks; }
+bool CpuTimerHoldsEveryRealtimeSignal(const sigset_t* set) {
+  return HoldsEveryRealtimeSignal(set);
 }
 
-extern "C" int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
-  static std::atomic<int (*)(const sigset_t*, siginfo_t*)> next{};
-  auto fn = NextFunction(&next, "sigwaitinfo");
-  if (fn == nullptr) {
-    errno = ENOSYS;
-    return -1;
-  }
-  sigset_t stripped;
-  return fn(WithoutOurSignal(set, &stripped) ? &stripped : set, info);
-}
-
-extern "C" int sigtimedwait(const sigset_t* set, siginfo_t* info,
-                            const struct timespec* timeout) {
-  static std::atomic<int (*)(const sigset_t*, siginfo_t*,
-                             const struct timespec*)>
-      next{};
-  auto fn = NextFunction(&next, "sigtimedwait");
-  if (fn == nullptr) {
-    errno = ENOSYS;
-    return -1;
-  }
-  sigset_t stripped;
-  return fn(WithoutOurSignal(set, &stripped) ? &stripped : set, info, timeout);
-}
-
-extern "C" int signalfd(int fd, const sigset_t* mask, int flags) noexcept {
-  static std::atomic<int (*)(int, const sigset_t*, int)> next{};
-  auto fn = NextFunction(&next, "signalfd");
-  if (fn == nullptr) {
-    errno = ENOSYS;
-    return -1;
-  }
-  sigset_t stripped;
-  return fn(fd, WithoutOurSignal(mask, &stripped) ? &stripped : mask, flags);
-}
-
-// Frame registration (JITs, objects without .eh_frame_hdr): noted, then
-// passed on to libgcc. The flag is never cleared: a deregistration may race
-// with a sample, and one registration is enough to make libgcc lock.
-#define RINGPROF_INTERPOSE_REGISTER_FN(name, params, args)                   \
-  extern "C" void name params {                                              \
-    static std::atomic<void(*) params> next{};                               \
-    ringprof::emitter::g_frames_registered.store(true,                       \
-                                                 std::memory_order_relaxed); \
-    auto fn = NextFunction(&next, #name);                                    \
-    if (fn != nullptr) fn args;                                              \
-  }
-
-RINGPROF_INTERPOSE_REGISTER_FN(__register_frame, (void* begin), (begin))
-RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_table, (void* begin), (begin))
-RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info,
-                               (const void* begin, void* object),
-                               (begin, object))
-RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info_table,
-                               (void* begin, void* object), (begin, object))
-RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info_bases,
-                               (const void* begin, void* object, void* tbase,
-                                void* dbase),
-                               (begin, object, tbase, dbase))
-RINGPROF_INTERPOSE_REGISTER_FN(__register_frame_info_table_bases,
-                               (void* begin, void* object, void* tbase,
-                                void* dbase),
-                               (begin, object, tbase, dbase))
-
-#undef RINGPROF_INTERPOSE_REGISTER_FN
-
-// Signal masks. A thread that blocks every signal (worker threads of xz,
-// thread pools that leave signals to one thread) would never take a sample.
-// While the sampler runs, our signal is kept out of the masks the
-// application sets, and put back into the masks it reads (the old set),
-// per thread (t_app_blocks_signal): the application sees the mask it asked
-// for. Instances of the signal that are not samples still reach it as if
-// blocked (GiveBackBlockedInstance). Anything else passes through.
-namespace {
-// Returns the set to hand to the kernel: `set` itself, or `stripped`. Only
-// a set that blocks every real-time signal ("block everything") is
-// stripped; one that names our signal but not all of them means the
-// application uses it (e.g. blocks it to sigwait for its own timer): the
-// sampler backs off and the call goes through unchanged.
-const sigset_t* MaskToPass(int how, const sigset_t* set, sigset_t* stripped) {
-  using ringprof::emitter::g_signal;
-  using ringprof::emitter::t_app_blocks_signal;
-  if (set == nullptr || !ringprof::emitter::OwnsSignal(g_signal)) return set;
-  const bool names = sigismember(set, g_signal) == 1;
-  if (names && how != SIG_UNBLOCK &&
-      !ringprof::emitter::HoldsEveryRealtimeSignal(set)) {
-    BackOff(g_signal);
-    return set;
-  }
-  switch (how) {
-    case SIG_SETMASK:
-      t_app_blocks_signal = names ? 1 : 0;
-      break;
-    case SIG_BLOCK:
-      if (names) t_app_blocks_signal = 1;
-      break;
-    case SIG_UNBLOCK:
-      if (names) t_app_blocks_signal = 0;
-      return set;
-    default:
-      return set;  // EINVAL from libc
-  }
-  if (!names) return set;
-  *stripped = *set;
-  sigdelset(stripped, g_signal);
-  return stripped;
-}
-
-void ShowAppView(int had_view, sigset_t* old) {
-  if (old != nullptr && had_view != 0 &&
-      ringprof::emitter::OwnsSignal(ringprof::emitter::g_signal)) {
-    sigaddset(old, ringprof::emitter::g_signal);
-  }
-}
-}  // namespace
-
-extern "C" int pthread_sigmask(int how, const sigset_t* set,
-                               sigset_t* old) noexcept {
-  static std::atomic<int (*)(int, const sigset_t*, sigset_t*)> next{};
-  auto fn = NextFunction(&next, "pthread_sigmask");
-  if (fn == nullptr) return ENOSYS;
-  const int had_view = ringprof::emitter::t_app_blocks_signal;
-  sigset_t stripped;
-  const int result = fn(how, MaskToPass(how, set, &stripped), old);
-  if (result == 0) ShowAppView(had_view, old);
-  return result;
-}
-
-extern "C" int sigprocmask(int how, const sigset_t* set,
-                           sigset_t* old) noexcept {
-  static std::atomic<int (*)(int, const sigset_t*, sigset_t*)> next{};
-  auto fn = NextFunction(&next, "sigprocmask");
-  if (fn == nullptr) {
-    errno = ENOSYS;
-    return -1;
-  }
-  const int had_view = ringprof::emitter::t_app_blocks_signal;
-  sigset_t stripped;
-  const int result = fn(how, MaskToPass(how, set, &stripped), old);
-  if (result == 0) ShowAppView(had_view, old);
-  return result;
-}
+}  // namespace emitter
+}  // namespace ringprof

@@ -22,6 +22,8 @@
 #ifndef RINGPROF_EMITTER_CPU_TIMER_H_
 #define RINGPROF_EMITTER_CPU_TIMER_H_
 
+#include <signal.h>
+
 #include <cstdint>
 
 namespace ringprof {
@@ -74,6 +76,27 @@ struct CpuTimerStats {
   uint64_t instances_given_back = 0;
 };
 CpuTimerStats GetCpuTimerStats();
+
+// For the interposers in signal_interpose.cc. Async-signal-safe,
+// allocation-free.
+//
+// Whether the sampler runs, on signal `signo`.
+bool CpuTimerOwnsSignal(int signo);
+bool CpuTimerRunning();
+int CpuTimerSignal();
+// The application takes the sampler's signal: sampling stops for good.
+void CpuTimerBackOff(int signo);
+// The disposition the application had before the sampler's handler.
+const struct sigaction& CpuTimerAppDisposition();
+// libc's sigaction, past the interposer.
+int CpuTimerNextSigaction(int signo, const struct sigaction* action,
+                          struct sigaction* old_action);
+// Code was registered with __register_frame*: libgcc's unwinder may lock.
+void CpuTimerNoteFramesRegistered();
+// The calling thread's application view of the sampler's signal in its mask
+// (read with CpuTimerAppBlocksSignal).
+void CpuTimerSetAppBlocksSignal(int blocks);
+bool CpuTimerHoldsEveryRealtimeSignal(const sigset_t* set);
 
 }  // namespace emitter
 }  // namespace ringprof
