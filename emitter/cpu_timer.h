@@ -13,12 +13,12 @@
 //    OnThreadExit, AfterForkChild and Shutdown are async-signal-safe;
 //    Init is not (getenv, dladdr, dl_iterate_phdr).
 //  - The signal handler never allocates, never locks, preserves errno.
-//  - cpu_timer.cc also defines (and libringprof.map exports) interposers of
-//    sigaction, signal, bsd_signal, sysv_signal, sigset, sigwait,
+//  - signal_interpose.cc defines (and libringprof.map exports) interposers
+//    of sigaction, signal, bsd_signal, sysv_signal, sigset, sigwait,
 //    sigwaitinfo, sigtimedwait, signalfd, pthread_sigmask, sigprocmask and
-//    __register_frame*: they hide
-//    the sampler's handler and make it back off when the application takes
-//    its signal; they pass every other call through unchanged.
+//    __register_frame*: they hide the sampler's handler and make it back off
+//    when the application takes its signal; they pass every other call
+//    through unchanged.
 #ifndef RINGPROF_EMITTER_CPU_TIMER_H_
 #define RINGPROF_EMITTER_CPU_TIMER_H_
 
