@@ -390,6 +390,20 @@ int64_t PyroscopeSink::Backoff(int64_t retry_after_ms) {
   return delay_ms;
 }
 
+int64_t PyroscopeSink::ProfilePause(int attempts, int64_t retry_after_ms) {
+  // The profile's own attempts set the pause, not the queue's history: a
+  // run of refused profiles must not push the next good one further back.
+  int64_t pause_ms = options_.initial_backoff_ms;
+  for (int i = 1; i < attempts && pause_ms < options_.max_backoff_ms; ++i) {
+    pause_ms *= 2;
+  }
+  pause_ms = std::min(pause_ms, options_.max_backoff_ms);
+  const int64_t delay_ms = std::min(
+      std::max(Jittered(pause_ms), retry_after_ms), options_.max_backoff_ms);
+  retry_at_ns_ = MonotonicNowNs() + delay_ms * kNsPerMs;
+  return delay_ms;
+}
+
 bool PyroscopeSink::RetryProfileLater(const SpoolRecord& record,
                                       bool from_backlog,
                                       const UploadResult& result,
@@ -403,8 +417,10 @@ bool PyroscopeSink::RetryProfileLater(const SpoolRecord& record,
     pending_.pop_front();
     MovePendingToBacklog();
   }
-  const int64_t delay_ms = Backoff(result.retry_after_ms);
   if (static_cast<int>(again.attempts()) >= options_.max_attempts) {
+    // Nothing of this profile is retried, so nothing waits for it: the
+    // next profile is tried at once (a refusal of its own pauses it).
+    retry_at_ns_ = 0;
     M().failed.Add(1);
     ++Tally(again.from_unix_ns(), again.until_unix_ns()).rejected;
     log_.Log(LogLevel::kError, absl::StrCat("gave-up-", result.http_status),
@@ -414,6 +430,8 @@ bool PyroscopeSink::RetryProfileLater(const SpoolRecord& record,
     return false;
   }
   // Behind everything queued: the next profile goes first, after the wait.
+  const int64_t delay_ms =
+      ProfilePause(again.attempts(), result.retry_after_ms);
   ToBacklog(again);
   log_.Log(LogLevel::kWarning, absl::StrCat("retry-", result.http_status),
            absl::StrCat(

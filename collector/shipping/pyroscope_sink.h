@@ -22,7 +22,9 @@
 //    Pyroscope's ingestion window by the time they arrive.
 //  - The server answered this profile with another retryable status (408,
 //    429, 500...): the profile counts an attempt and goes to the back of
-//    the backlog, so later profiles go ahead after one backoff; after
+//    the backlog, so later profiles go ahead after one pause (that
+//    profile's own backoff: it doubles with its attempts, not with the
+//    refusals of other profiles); after
 //    max_attempts it is given up (counted as failed, logged with the
 //    server's message). One bad profile never holds the queue.
 //  - Before queueing, a profile whose request would exceed
@@ -139,6 +141,9 @@ class PyroscopeSink final : public ProfileSink {
                          const UploadResult& result, const std::string& what);
   // Grows the backoff and sets retry_at_ns_; returns the wait in ms.
   int64_t Backoff(int64_t retry_after_ms);
+  // The pause after a profile's own refusal: initial_backoff_ms doubled per
+  // earlier attempt of that profile (jittered, Retry-After honoured, capped).
+  int64_t ProfilePause(int attempts, int64_t retry_after_ms);
   void PublishGauges();
   // Per-window outcome counts, logged as one info line per window once
   // everything submitted so far is settled (sent, rejected, expired).

@@ -195,7 +195,9 @@ TEST(PyroscopeSinkTest, OutageSpoolsThenReplaysEveryWindowOnceInOrder) {
     ASSERT_TRUE(WaitFor([&] { return CountSpoolFiles(spool) == i; }, kWaitMs))
         << "window " << i << " was not spooled";
   }
-  EXPECT_EQ(spooled(), 4u);
+  // The counter moves just after the file's rename: wait for it too.
+  EXPECT_TRUE(WaitFor([&] { return spooled() == 4u; }, kWaitMs))
+      << "spooled " << spooled();
   ASSERT_TRUE(receiver->Up().ok());
   SubmitCpu(*sink, windows[5]);
   ASSERT_TRUE(WaitFor([&] { return HasAccepted(*receiver, 6); }, kWaitMs));

@@ -137,14 +137,21 @@ for a in accepted:
 #    window's CPU profile still arrives, each within one retry interval
 #    (<= 1 s at the first failure) of the end of its window, plus the
 #    collector's own delay (watermark, tick distance) and a loaded machine.
+#    Windows of 2 s: longer than the pause a refused profile costs (<= 1 s
+#    after its first attempt, none after the last), as 10 s windows are in
+#    production, so the queue cannot grow. The memory profiles still queued
+#    at exit need their last attempts: a loaded machine leaves more of them,
+#    so the shutdown gets room for them (ringprof run fails when profiles are
+#    neither sent nor given up by then).
 start_receiver r4
 curl -sf -X POST "${r4_control}/fault" \
   -d '{"status": 500, "count": 100000, "message": "no memory profiles here",
        "when_label": ["__name__", "memory"]}' >/dev/null
 (cd "${work}" && "${RINGPROF}" run --server-address="${r4_url}" \
-  --output-dir="${work}/out4" --emitter="${EMITTER}" --window=1s \
-  --upload-attempts=2 -- "${app}" 300 >"${work}/run4.log" 2>&1) ||
-  fail "ringprof run (refusals) failed"
+  --output-dir="${work}/out4" --emitter="${EMITTER}" --window=2s \
+  --upload-attempts=2 --shutdown-deadline=60s -- "${app}" 1500 \
+  >"${work}/run4.log" 2>&1) ||
+  { tail -20 "${work}/run4.log"; fail "ringprof run (refusals) failed"; }
 grep -q "gave it up" "${work}/run4.log" || fail "giving up was not logged"
 grep -q "no memory profiles here" "${work}/run4.log" ||
   fail "the server's message was not logged"
