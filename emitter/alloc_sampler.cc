@@ -84,6 +84,7 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   }
 
   NoteStackModules(frames, frame_count);  // before the sample needing them
+  const SampleTags tags = TagsForSample(decision.now_ns);  // likewise
 
   ringfile::AllocSample sample;
   sample.monotonic_ns = decision.now_ns;
@@ -94,6 +95,9 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   sample.requested_size = size;
   sample.weight_bytes = decision.timing_only ? 0 : decision.weight_bytes;
   sample.address = reinterpret_cast<uintptr_t>(address);
+  sample.tag_set = tags.tag_set;
+  sample.reserved = 0;
+  sample.span_id = tags.span_id;
   // Entered into the live set whether or not the append succeeds: the
   // set's sweeps re-send what the ring lost.
   const uint32_t entry =

@@ -440,12 +440,16 @@ void RecordSample(void* ucontext, uint64_t now_ns, uint64_t period_ns) {
     }
   }
 
+  const SampleTags tags = TagsForSample(now_ns);
   ringfile::CpuSample sample;
   sample.monotonic_ns = now_ns;
   sample.tid = CurrentTid();
   sample.frame_count = static_cast<uint16_t>(count);
   sample.flags = flags;
   sample.cpu_period_ns = period_ns + t_timer.unrecorded_ns;
+  sample.tag_set = tags.tag_set;
+  sample.reserved = 0;
+  sample.span_id = tags.span_id;
   if (AppendRecord(ringfile::RecordType::kCpuSample, &sample, sizeof(sample),
                    frames + first,
                    static_cast<uint32_t>(count) * sizeof(uint64_t))) {
@@ -566,6 +570,8 @@ void AppendCover(const uint64_t* frames, int count, bool truncated,
     return;
   }
 
+  // The allocation sample just recorded the set's definition if needed.
+  const SampleTags tags = TagsForSample(now_ns);
   ringfile::CpuSample sample;
   sample.monotonic_ns = now_ns;
   sample.tid = CurrentTid();
@@ -573,6 +579,9 @@ void AppendCover(const uint64_t* frames, int count, bool truncated,
   sample.flags = ringfile::kSampleAtAllocation |
                  (truncated ? ringfile::kSampleTruncated : 0);
   sample.cpu_period_ns = weight + t_timer.unrecorded_ns;
+  sample.tag_set = tags.tag_set;
+  sample.reserved = 0;
+  sample.span_id = tags.span_id;
   if (AppendRecord(ringfile::RecordType::kCpuSample, &sample, sizeof(sample),
                    frames, static_cast<uint32_t>(count) * sizeof(uint64_t))) {
     t_timer.unrecorded_ns = 0;

@@ -27,6 +27,7 @@
 #include "emitter/ring_dir_cap.h"
 #include "emitter/sample_clock.h"
 #include "emitter/session.h"
+#include "emitter/tags.h"
 #include "emitter/thread_state.h"
 #include "ringfile/format.h"
 #include "ringfile/writer.h"
@@ -125,6 +126,10 @@ uint32_t MinSlotSizeFor(int max_frames) {
   const uint32_t module = sizeof(ringfile::SlotHeader) +
                           sizeof(ringfile::ModuleMap) + kMaxModulePathSize;
   uint32_t size = sample > module ? sample : module;
+  // And the largest tag-set definition.
+  const uint32_t tags =
+      sizeof(ringfile::SlotHeader) + ringfile::kMaxTagSetPayload;
+  if (tags > size) size = tags;
   size =
       (size + ringfile::kSlotAlignment - 1) & ~(ringfile::kSlotAlignment - 1);
   return size < ringfile::kMinSlotSize ? ringfile::kMinSlotSize : size;
@@ -172,17 +177,16 @@ int CreateRingFile(RingWriter* writer) {
   const mode_t dir_mode = (g_config.file_mode & 0060) != 0 ? 0750 : 0700;
   MakeDirectories(g_config.dir, dir_mode);
 
-  constexpr int kRingCount = 4;
-  const RingGeometry geometry = RingGeometryFor(kRingCount);
+  const RingGeometry geometry = RingGeometryFor(kRingFileRings);
   const uint64_t file_size = ringfile::FileSizeFor(
-      kRingCount, geometry.slots_per_ring, geometry.slot_size);
+      kRingFileRings, geometry.slots_per_ring, geometry.slot_size);
   // After the directory exists, before the file: the cap counts it.
 
   ringfile::WriterOptions options;
   options.mode = g_config.file_mode;
-  options.ring_count = kRingCount;
+  options.ring_count = kRingFileRings;
   options.slots_per_ring = geometry.slots_per_ring;
-  g_ring_slots.store(kRingCount * geometry.slots_per_ring,
+  g_ring_slots.store(kRingFileRings * geometry.slots_per_ring,
                      std::memory_order_relaxed);
   options.slot_size = geometry.slot_size;
   options.service_name = g_config.service_name;
@@ -455,6 +459,8 @@ void RestartSessionInForkChild() {
   ResetLiveSetSweepAfterFork();
   tls_thread_state.tid = 0;
   tls_thread_state.name_generation = 0;
+  // The thread keeps its tags; the child's file needs their definitions.
+  ForgetRecordedTagSets();
   g_lost_samples.store(0, std::memory_order_relaxed);
   g_lost_weight.store(0, std::memory_order_relaxed);
   // On in the parent: file open, pending, or being created by a thread

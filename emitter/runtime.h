@@ -52,6 +52,19 @@ uint64_t MonotonicNowNs();
 // was deeper than max_frames.
 int CaptureStack(uint64_t* frames, int max_frames, int skip, bool* truncated);
 
+// Rings of the file; a thread's records all go to ring tid % this.
+inline constexpr uint32_t kRingFileRings = 4;
+
+// For a sample the calling thread is about to append at `now_ns`: its
+// application tag-set id (0 = none; the set's TagSet record is appended
+// first when the thread's ring may lack it) and trace span id (0 = none).
+// See tags.h.
+struct SampleTags {
+  uint32_t tag_set;
+  uint64_t span_id;
+};
+SampleTags TagsForSample(uint64_t now_ns);
+
 // Configured maximum stack depth (RINGPROF_MAX_FRAMES).
 int MaxFrames();
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "emitter/sampler.h"
+#include "ringfile/format.h"
 
 namespace ringprof {
 namespace emitter {
@@ -29,6 +30,13 @@ struct ThreadState {
   // This thread's stack, [stack_low, stack_high); 0 when unknown.
   uintptr_t stack_low = 0;
   uintptr_t stack_high = 0;
+  // Application tags (tags.h): the current tag-set id (0 = none), how many
+  // pushes are open, and the id each open push replaced (the first
+  // kMaxTagsPerSet of them; deeper pushes change nothing).
+  uint32_t tag_set = 0;
+  uint32_t tag_depth = 0;
+  uint32_t tag_saved[ringfile::kMaxTagsPerSet] = {};
+  uint64_t span_id = 0;  // 0 = no span
 };
 
 extern __thread ThreadState tls_thread_state

@@ -109,9 +109,13 @@ TEST_F(CorruptionTest, HeaderNotReady) {
 }
 
 TEST_F(CorruptionTest, UnknownVersion) {
-  PatchHeader(offsetof(FileHeader, version), uint32_t{2});
+  // Version 1 (samples without tag fields) is as unknown as a future one.
+  PatchHeader(offsetof(FileHeader, version), uint32_t{1});
   ExpectError(OpenStatus(), absl::StatusCode::kInvalidArgument,
-              "unsupported ring file version 2");
+              "unsupported ring file version 1");
+  PatchHeader(offsetof(FileHeader, version), uint32_t{3});
+  ExpectError(OpenStatus(), absl::StatusCode::kInvalidArgument,
+              "unsupported ring file version 3");
 }
 
 TEST_F(CorruptionTest, HeaderSize) {
@@ -293,9 +297,9 @@ TEST_F(DecodeTest, AllocSampleFrameCountMustMatch) {
       DecodeAllocSample(Make(RecordType::kAllocSample, head, 25)).status(),
       absl::StatusCode::kInvalidArgument, "frame_count");
   RecordView truncated = ok;
-  truncated.payload = truncated.payload.subspan(0, 39);
+  truncated.payload = truncated.payload.subspan(0, 55);
   ExpectError(DecodeAllocSample(truncated).status(),
-              absl::StatusCode::kInvalidArgument, "shorter than 40");
+              absl::StatusCode::kInvalidArgument, "shorter than 56");
 }
 
 TEST_F(DecodeTest, MisalignedFramesAreRejected) {
@@ -375,6 +379,73 @@ TEST_F(DecodeTest, LabelSizesMustAddUp) {
   head.value_size = 0xffff;
   ExpectError(DecodeLabel(Make(RecordType::kLabel, head, 7)).status(),
               absl::StatusCode::kInvalidArgument, "key_size");
+}
+
+// A TagSet payload from pairs, with optional overrides of the sizes.
+std::vector<uint8_t> TagSetPayload(
+    uint32_t id, const std::vector<std::pair<std::string, std::string>>& tags,
+    int count_override = -1) {
+  TagSet head = {};
+  head.id = id;
+  head.count =
+      static_cast<uint16_t>(count_override >= 0 ? count_override : tags.size());
+  std::vector<uint8_t> out(sizeof(head));
+  memcpy(out.data(), &head, sizeof(head));
+  for (const auto& [key, value] : tags) {
+    TagSizes sizes = {static_cast<uint16_t>(key.size()),
+                      static_cast<uint16_t>(value.size())};
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&sizes);
+    out.insert(out.end(), bytes, bytes + sizeof(sizes));
+  }
+  for (const auto& [key, value] : tags) {
+    out.insert(out.end(), key.begin(), key.end());
+    out.insert(out.end(), value.begin(), value.end());
+  }
+  return out;
+}
+
+TEST_F(DecodeTest, TagSetSizesMustAddUp) {
+  auto decode = [this](const std::vector<uint8_t>& payload) {
+    storage_.assign(payload.size() / 8 + 1, 0);
+    memcpy(storage_.data(), payload.data(), payload.size());
+    RecordView view;
+    view.type = RecordType::kTagSet;
+    view.payload = absl::MakeConstSpan(
+        reinterpret_cast<const uint8_t*>(storage_.data()), payload.size());
+    return DecodeTagSet(view);
+  };
+  auto ok = decode(TagSetPayload(7, {{"endpoint", "/a"}, {"tenant", ""}}));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->head.id, 7u);
+  ASSERT_EQ(ok->tags.size(), 2u);
+  EXPECT_EQ(ok->tags[0].first, "endpoint");
+  EXPECT_EQ(ok->tags[0].second, "/a");
+  EXPECT_EQ(ok->tags[1].first, "tenant");
+  EXPECT_EQ(ok->tags[1].second, "");
+  EXPECT_TRUE(decode(TagSetPayload(1, {})).ok());
+
+  ExpectError(decode(TagSetPayload(0, {{"k", "v"}})).status(),
+              absl::StatusCode::kInvalidArgument, "TagSet: id 0");
+  ExpectError(decode(TagSetPayload(1, {{"k", "v"}}, 9)).status(),
+              absl::StatusCode::kInvalidArgument, "count 9");
+  ExpectError(decode(TagSetPayload(1, {{"k", "v"}}, 2)).status(),
+              absl::StatusCode::kInvalidArgument, "TagSet");
+  ExpectError(decode(TagSetPayload(1, {{"", "v"}})).status(),
+              absl::StatusCode::kInvalidArgument, "key_size 0");
+  ExpectError(decode(TagSetPayload(1, {{std::string(65, 'k'), "v"}})).status(),
+              absl::StatusCode::kInvalidArgument, "key_size 65");
+  ExpectError(decode(TagSetPayload(1, {{"k", std::string(129, 'v')}})).status(),
+              absl::StatusCode::kInvalidArgument, "value_size 129");
+  ExpectError(decode(TagSetPayload(1, {{"k", "v"}, {"k", "w"}})).status(),
+              absl::StatusCode::kInvalidArgument, "twice");
+  std::vector<uint8_t> longer = TagSetPayload(1, {{"k", "v"}});
+  longer.push_back('x');
+  ExpectError(decode(longer).status(), absl::StatusCode::kInvalidArgument,
+              "add up to 2, 3 bytes follow");
+  std::vector<uint8_t> shorter = TagSetPayload(1, {{"k", "v"}});
+  shorter.pop_back();
+  ExpectError(decode(shorter).status(), absl::StatusCode::kInvalidArgument,
+              "TagSet");
 }
 
 TEST_F(DecodeTest, FixedSizeRecordsMustBeExact) {

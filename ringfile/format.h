@@ -32,9 +32,10 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "need lock-free");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "need lock-free");
 
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'P', 'R', 'O', 'F'};
-// Bumped on any change a version-1 reader cannot skip safely. Readers reject
-// files whose version they do not know (FORMAT.md, "Versioning").
-inline constexpr uint32_t kFormatVersion = 1;
+// Bumped on any change an older reader cannot skip safely. Readers reject
+// files whose version they do not know (FORMAT.md, "Versioning"). Version 2:
+// samples carry a tag-set id and a span id.
+inline constexpr uint32_t kFormatVersion = 2;
 // Written last, with release ordering, once every other header field is set.
 inline constexpr uint32_t kReadyMagic = 0x59444552;  // "REDY"
 inline constexpr uint32_t kHeaderSize = 4096;
@@ -141,9 +142,10 @@ enum class RecordType : uint32_t {
   kThreadExit = 10,    // ThreadExit
   kLiveSweepEnd = 11,  // LiveSweepEnd
   kLiveSample = 12,    // LiveSample + frames
+  kTagSet = 13,        // TagSet + TagSizes[count] + key/value bytes
 };
 // Readers skip (and count) record types above this they do not know.
-inline constexpr uint32_t kMaxKnownRecordType = 12;
+inline constexpr uint32_t kMaxKnownRecordType = 13;
 
 // Sample flags.
 inline constexpr uint16_t kSampleTruncated = 1u << 0;  // deeper than captured
@@ -169,9 +171,12 @@ struct AllocSample {
   uint64_t requested_size;  // bytes the program asked for
   uint64_t weight_bytes;    // unbiased estimate of bytes this sample stands for
   uint64_t address;         // returned pointer, to match a later FreeSampled
+  uint32_t tag_set;         // the thread's TagSet id then; 0 = no tags
+  uint32_t reserved;
+  uint64_t span_id;  // the thread's trace span then; 0 = none
   // uint64_t frames[frame_count];
 };
-static_assert(sizeof(AllocSample) == 40, "");
+static_assert(sizeof(AllocSample) == 56, "");
 
 struct FreeSampled {
   uint64_t monotonic_ns;
@@ -187,9 +192,12 @@ struct CpuSample {
   uint16_t frame_count;
   uint16_t flags;
   uint64_t cpu_period_ns;  // thread CPU time this sample stands for
+  uint32_t tag_set;        // as in AllocSample
+  uint32_t reserved;
+  uint64_t span_id;
   // uint64_t frames[frame_count];
 };
-static_assert(sizeof(CpuSample) == 24, "");
+static_assert(sizeof(CpuSample) == 40, "");
 
 inline constexpr uint32_t kMaxBuildIdSize = 32;
 struct ModuleMap {
@@ -286,6 +294,32 @@ struct LiveSweepEnd {
   uint64_t untracked;
 };
 static_assert(sizeof(LiveSweepEnd) == 40, "");
+
+// The definition of tag set `id` of this process (FORMAT.md, "Tag sets"):
+// `count` key/value pairs, outermost first, keys unique. Appended before the
+// first sample of each ring that names the id, and again at most every few
+// seconds while samples keep naming it, so a reader that lost one still
+// learns it. Ids are never reused with other content within one file.
+inline constexpr uint32_t kMaxTagsPerSet = 8;
+inline constexpr uint32_t kMaxTagKeySize = 64;
+inline constexpr uint32_t kMaxTagValueSize = 128;
+struct TagSet {
+  uint64_t monotonic_ns;
+  uint32_t id;     // >= 1
+  uint16_t count;  // <= kMaxTagsPerSet
+  uint16_t reserved;
+  // TagSizes sizes[count]; then, per pair in order, key bytes, value bytes.
+};
+static_assert(sizeof(TagSet) == 16, "");
+struct TagSizes {
+  uint16_t key_size;    // 1..kMaxTagKeySize
+  uint16_t value_size;  // 0..kMaxTagValueSize
+};
+static_assert(sizeof(TagSizes) == 4, "");
+// The largest TagSet payload.
+inline constexpr uint32_t kMaxTagSetPayload =
+    sizeof(TagSet) +
+    kMaxTagsPerSet * (sizeof(TagSizes) + kMaxTagKeySize + kMaxTagValueSize);
 
 }  // namespace ringfile
 }  // namespace ringprof

@@ -475,6 +475,8 @@ const char* RecordTypeName(RecordType type) {
       return "LiveSweepEnd";
     case RecordType::kLiveSample:
       return "LiveSample";
+    case RecordType::kTagSet:
+      return "TagSet";
   }
   return "unknown";
 }
@@ -656,6 +658,57 @@ absl::StatusOr<LiveSampleView> DecodeLiveSample(const RecordView& record) {
                    view.head.frame_count);
   if (!frames.ok()) return frames.status();
   view.frames = *frames;
+  return view;
+}
+
+absl::StatusOr<TagSetView> DecodeTagSet(const RecordView& record) {
+  TagSetView view;
+  absl::Status status = DecodeHead(record, RecordType::kTagSet, view.head);
+  if (!status.ok()) return status;
+  const TagSet& head = view.head;
+  if (head.id == 0 || head.count > kMaxTagsPerSet) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("TagSet: id %u / count %u (want id >= 1, count <= %u)",
+                        head.id, head.count, kMaxTagsPerSet));
+  }
+  const size_t tail = record.payload.size() - sizeof(TagSet);
+  const size_t sizes_bytes = size_t{head.count} * sizeof(TagSizes);
+  if (tail < sizes_bytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "TagSet: count %u needs %u bytes of sizes, %u follow the header",
+        head.count, sizes_bytes, tail));
+  }
+  const uint8_t* sizes = record.payload.data() + sizeof(TagSet);
+  const char* text = reinterpret_cast<const char*>(sizes + sizes_bytes);
+  size_t text_size = 0;
+  for (uint16_t i = 0; i < head.count; ++i) {
+    TagSizes pair;
+    memcpy(&pair, sizes + i * sizeof(TagSizes), sizeof(pair));
+    if (pair.key_size == 0 || pair.key_size > kMaxTagKeySize ||
+        pair.value_size > kMaxTagValueSize) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "TagSet: tag %u has key_size %u, value_size %u (want 1..%u, <= %u)",
+          i, pair.key_size, pair.value_size, kMaxTagKeySize, kMaxTagValueSize));
+    }
+    const size_t at = text_size;
+    text_size += size_t{pair.key_size} + pair.value_size;
+    if (text_size > tail - sizes_bytes) break;  // reported below
+    view.tags.emplace_back(
+        absl::string_view(text + at, pair.key_size),
+        absl::string_view(text + at + pair.key_size, pair.value_size));
+  }
+  if (text_size != tail - sizes_bytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "TagSet: key and value sizes add up to %u, %u bytes follow the sizes",
+        text_size, tail - sizes_bytes));
+  }
+  for (size_t i = 0; i < view.tags.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (view.tags[i].first == view.tags[j].first) {
+        return absl::InvalidArgumentError("TagSet: a key appears twice");
+      }
+    }
+  }
   return view;
 }
 

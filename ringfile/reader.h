@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -85,6 +87,14 @@ struct LabelView {
   absl::string_view key;
   absl::string_view value;
 };
+struct TagSetView {
+  TagSet head;
+  // Key/value pairs in record order; bytes as written (not checked for
+  // UTF-8: the collector sanitizes them).
+  absl::InlinedVector<std::pair<absl::string_view, absl::string_view>,
+                      kMaxTagsPerSet>
+      tags;
+};
 
 // Each returns InvalidArgument (naming the record type and the bad field)
 // when the payload is malformed.
@@ -100,6 +110,9 @@ absl::StatusOr<ProcessEnd> DecodeProcessEnd(const RecordView& record);
 absl::StatusOr<ThreadExit> DecodeThreadExit(const RecordView& record);
 absl::StatusOr<LiveSweepEnd> DecodeLiveSweepEnd(const RecordView& record);
 absl::StatusOr<LiveSampleView> DecodeLiveSample(const RecordView& record);
+// Also rejects id 0, more than kMaxTagsPerSet tags, empty or oversized keys
+// and values, and a key that appears twice.
+absl::StatusOr<TagSetView> DecodeTagSet(const RecordView& record);
 
 struct PollOptions {
   // Upper bound of records delivered by one Poll (keeps a call bounded).

@@ -80,6 +80,14 @@ class DecodingVisitor : public RecordVisitor {
         for (uint64_t frame : view->frames) touched_ += frame;
         return absl::OkStatus();
       }
+      case RecordType::kTagSet: {
+        auto view = DecodeTagSet(record);
+        if (!view.ok()) return view.status();
+        for (const auto& [key, value] : view->tags) {
+          touched_ += key.size() + value.size();
+        }
+        return absl::OkStatus();
+      }
     }
     return absl::InternalError("reader delivered an unknown record type");
   }
@@ -124,11 +132,17 @@ std::string BuildTemplate() {
   ThreadName name = {};
   name.name_size = 4;
   writer.TryAppend(RecordType::kThreadName, &name, sizeof(name), "main", 4, 0);
-  // Ring 0 laps once (5 records in 4 slots); ring 1 below three times (7).
+  // Ring 0 laps twice (6 records in 4 slots); ring 1 below three times (7).
   Label label = {};
   label.key_size = 1;
   label.value_size = 2;
   writer.TryAppend(RecordType::kLabel, &label, sizeof(label), "kvv", 3, 0);
+  TagSet tag_set = {};
+  tag_set.id = 1;
+  tag_set.count = 1;
+  const uint8_t kTags[] = {2, 0, 3, 0, 'e', 'p', '/', 'a', 'b'};
+  writer.TryAppend(RecordType::kTagSet, &tag_set, sizeof(tag_set), kTags,
+                   sizeof(kTags), 0);
   FreeSampled free_sampled = {};
   writer.TryAppend(RecordType::kFreeSampled, &free_sampled,
                    sizeof(free_sampled), nullptr, 0, 1);

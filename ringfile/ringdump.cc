@@ -45,6 +45,14 @@ std::string Quoted(absl::string_view text) {
   return out;
 }
 
+// " tags=N span=HEX" for a sample that has them.
+std::string TagsOf(uint32_t tag_set, uint64_t span_id) {
+  std::string out;
+  if (tag_set != 0) absl::StrAppendFormat(&out, " tags=%u", tag_set);
+  if (span_id != 0) absl::StrAppendFormat(&out, " span=%016x", span_id);
+  return out;
+}
+
 std::string Frames(absl::Span<const uint64_t> frames) {
   std::string out;
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -95,9 +103,10 @@ class PrintingVisitor : public RecordVisitor {
         if (!r.ok()) return Bad(r);
         return absl::StrFormat(
             "%s AllocSample tid=%u size=%u weight=%u address=%#x "
-            "frames=%u%s%s%s",
+            "frames=%u%s%s%s%s",
             Time(r->head.monotonic_ns), r->head.tid, r->head.requested_size,
             r->head.weight_bytes, r->head.address, r->head.frame_count,
+            TagsOf(r->head.tag_set, r->head.span_id),
             (r->head.flags & kSampleTruncated) ? " truncated" : "",
             (r->head.flags & kSampleTimingOnly) ? " timing-only" : "",
             Frames(r->frames));
@@ -106,9 +115,9 @@ class PrintingVisitor : public RecordVisitor {
         auto r = DecodeCpuSample(record);
         if (!r.ok()) return Bad(r);
         return absl::StrFormat(
-            "%s CpuSample tid=%u period=%uns frames=%u%s%s%s",
+            "%s CpuSample tid=%u period=%uns frames=%u%s%s%s%s",
             Time(r->head.monotonic_ns), r->head.tid, r->head.cpu_period_ns,
-            r->head.frame_count,
+            r->head.frame_count, TagsOf(r->head.tag_set, r->head.span_id),
             (r->head.flags & kSampleTruncated) ? " truncated" : "",
             (r->head.flags & kSampleAtAllocation) ? " at_allocation" : "",
             Frames(r->frames));
@@ -164,6 +173,16 @@ class PrintingVisitor : public RecordVisitor {
         if (!r.ok()) return Bad(r);
         return absl::StrFormat("%s ProcessEnd exit_status=%d",
                                Time(r->monotonic_ns), r->exit_status);
+      }
+      case RecordType::kTagSet: {
+        auto r = DecodeTagSet(record);
+        if (!r.ok()) return Bad(r);
+        std::string tags;
+        for (const auto& [key, value] : r->tags) {
+          absl::StrAppend(&tags, " ", Quoted(key), "=", Quoted(value));
+        }
+        return absl::StrFormat("%s TagSet id=%u%s", Time(r->head.monotonic_ns),
+                               r->head.id, tags);
       }
       case RecordType::kThreadExit: {
         auto r = DecodeThreadExit(record);

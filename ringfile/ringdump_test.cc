@@ -77,7 +77,7 @@ TEST(RingdumpTest, PrintsHeaderRecordsAndTotals) {
 
   RunResult result = RunRingdump(path);
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("version        1"));
+  EXPECT_THAT(result.output, HasSubstr("version        2"));
   EXPECT_THAT(result.output, HasSubstr("2 rings x 64 slots x 1152 bytes"));
   EXPECT_THAT(result.output, HasSubstr("pid            4242"));
   EXPECT_THAT(result.output, HasSubstr("\"test-service\""));

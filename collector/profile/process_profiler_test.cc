@@ -107,6 +107,23 @@ std::map<std::string, int64_t> Values(const WindowProfile& w, int index) {
   return out;
 }
 
+// "k=v,k2=v2" of a sample's string labels (in order) -> value[index].
+std::map<std::string, int64_t> ByLabels(const WindowProfile& w, int index) {
+  Profile p;
+  EXPECT_TRUE(p.ParseFromString(w.pprof));
+  EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
+  std::map<std::string, int64_t> out;
+  for (const auto& s : p.sample()) {
+    std::string key;
+    for (const auto& label : s.label()) {
+      absl::StrAppend(&key, key.empty() ? "" : ",", p.string_table(label.key()),
+                      "=", p.string_table(label.str()));
+    }
+    out[key] += s.value(index);
+  }
+  return out;
+}
+
 std::string Label(const WindowProfile& w, const std::string& key) {
   for (const auto& [k, v] : w.labels) {
     if (k == key) return v;
@@ -130,13 +147,16 @@ class ProcessProfilerTest : public ::testing::Test {
   }
 
   void Alloc(uint32_t tid, uint64_t t, std::vector<uint64_t> frames,
-             uint64_t weight, uint64_t size, uint16_t flags = 0) {
+             uint64_t weight, uint64_t size, uint16_t flags = 0,
+             uint32_t tag_set = 0, uint64_t span_id = 0) {
     AllocSample s = {};
     s.monotonic_ns = t;
     s.tid = tid;
     s.flags = flags;
     s.weight_bytes = weight;
     s.requested_size = size;
+    s.tag_set = tag_set;
+    s.span_id = span_id;
     ASSERT_TRUE(rt::AppendAllocSample(writer_, s, frames, tid));
   }
   void AllocAt(uint64_t t, uint64_t address, std::vector<uint64_t> frames,
@@ -176,12 +196,32 @@ class ProcessProfilerTest : public ::testing::Test {
     e.entries = entries;
     ASSERT_TRUE(rt::AppendFixed(writer_, RecordType::kLiveSweepEnd, e, 0));
   }
-  void Cpu(uint32_t tid, uint64_t t, std::vector<uint64_t> frames) {
+  void Cpu(uint32_t tid, uint64_t t, std::vector<uint64_t> frames,
+           uint32_t tag_set = 0, uint64_t span_id = 0) {
     CpuSample s = {};
     s.monotonic_ns = t;
     s.tid = tid;
     s.cpu_period_ns = 10 * kMs;
+    s.tag_set = tag_set;
+    s.span_id = span_id;
     ASSERT_TRUE(rt::AppendCpuSample(writer_, s, frames, tid));
+  }
+  // A TagSet record defining `id`.
+  void Tags(uint32_t tid, uint32_t id,
+            std::vector<std::pair<std::string, std::string>> tags) {
+    ringfile::TagSet head = {};
+    head.id = id;
+    head.count = static_cast<uint16_t>(tags.size());
+    std::string tail;
+    for (const auto& [key, value] : tags) {
+      ringfile::TagSizes sizes = {static_cast<uint16_t>(key.size()),
+                                  static_cast<uint16_t>(value.size())};
+      tail.append(reinterpret_cast<const char*>(&sizes), sizeof(sizes));
+    }
+    for (const auto& [key, value] : tags) tail += key + value;
+    ASSERT_TRUE(writer_.TryAppend(RecordType::kTagSet, &head, sizeof(head),
+                                  tail.data(),
+                                  static_cast<uint32_t>(tail.size()), tid));
   }
 
   // Reads the ring and runs a profiler over it; Finish() at the end.
@@ -706,13 +746,13 @@ TEST_F(ProcessProfilerTest, TheSharedBudgetBindsAcrossProcessesAndIsReturned) {
   ProcessProfiler second(info, options, nullptr, &sink, &budget);
   auto feed = [](ProcessProfiler& p, uint64_t base) {
     for (uint64_t i = 0; i < 100; ++i) {
-      std::vector<uint64_t> record(5 + 4, 0);  // AllocSample + 4 frames
+      std::vector<uint64_t> record(7 + 4, 0);  // AllocSample + 4 frames
       AllocSample head = {};
       head.monotonic_ns = 100 * kMs;
       head.frame_count = 4;
       head.weight_bytes = 1;
       memcpy(record.data(), &head, sizeof(head));
-      for (int f = 0; f < 4; ++f) record[5 + f] = base + i * 16 + f;
+      for (int f = 0; f < 4; ++f) record[7 + f] = base + i * 16 + f;
       ringfile::RecordView view;
       view.type = RecordType::kAllocSample;
       view.payload = absl::MakeConstSpan(
@@ -761,6 +801,101 @@ TEST_F(ProcessProfilerTest, EmitterFramesAreTrimmedAndLateModuleMapsResolve) {
   ASSERT_EQ(memory.size(), 1u);
   EXPECT_THAT(Values(*memory[0], 1),
               ElementsAre(Pair("main;Hot();inlined_leaf", 100)));
+}
+
+}  // namespace
+}  // namespace collector
+}  // namespace ringprof
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+TEST_F(ProcessProfilerTest, TagsAndSpansBecomeSampleLabels) {
+  Tags(1, 1, {{"endpoint", "/checkout"}});
+  Tags(1, 2, {{"endpoint", "/checkout"}, {"tenant", "42"}});
+  Cpu(1, 10 * kMs, {kHot, kMain}, 1);
+  Cpu(1, 20 * kMs, {kHot, kMain}, 2);
+  Cpu(1, 30 * kMs, {kHot, kMain}, 2, 0x00f1e2d3c4b5a697);
+  Cpu(1, 40 * kMs, {kHot, kMain});
+  Alloc(1, 50 * kMs, {kCold, kMain}, 1000, 100, 0, 1);
+  Run();
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_THAT(ByLabels(*cpu[0], 0),
+              UnorderedElementsAre(
+                  Pair("endpoint=/checkout", 10 * kMs),
+                  Pair("endpoint=/checkout,tenant=42", 10 * kMs),
+                  Pair("endpoint=/checkout,span_id=00f1e2d3c4b5a697,tenant=42",
+                       10 * kMs),
+                  Pair("", 10 * kMs)));
+  auto memory = Named("memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_THAT(ByLabels(*memory[0], 1),
+              UnorderedElementsAre(Pair("endpoint=/checkout", 1000)));
+}
+
+TEST_F(ProcessProfilerTest, TickPickedCpuCarriesThePickedSamplesTags) {
+  Tags(1, 1, {{"kind", "a"}});
+  Tags(1, 2, {{"kind", "b"}});
+  // One sample per tick: 3 ticks of kind a, 1 of kind b.
+  for (int i = 0; i < 4; ++i) {
+    Alloc(1, (10 + 10 * i) * kMs, {kHot, kMain}, 0, 16,
+          ringfile::kSampleTimingOnly, i == 2 ? 2 : 1);
+  }
+  ProcessProfilerOptions options;
+  options.max_distance_ns = 4 * kMs;  // only the tick at each sample
+  Run(options);
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_EQ(Label(*cpu[0], "ringprof_cpu_source"), "alloc_ticks");
+  EXPECT_THAT(
+      ByLabels(*cpu[0], 0),
+      UnorderedElementsAre(Pair("kind=a", 30 * kMs), Pair("kind=b", 10 * kMs)));
+}
+
+TEST_F(ProcessProfilerTest, TagNamesOwnedByTheCollectorAreDropped) {
+  Tags(1, 1,
+       {{"service_name", "evil"},
+        {"__name__", "x"},
+        {"span_id", "forged"},
+        {"env", "prod"},  // an operator's --tags name
+        {"9lives", "x"},
+        {"my.key", "v\xff"},
+        {"my_key", "clash"},
+        {"ok", "yes"}});
+  Cpu(1, 10 * kMs, {kHot, kMain}, 1, 0xab);
+  ProcessProfilerOptions options;
+  options.extra_labels = {{"env", "staging"}};
+  Run(options);
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_EQ(Label(*cpu[0], "service_name"), "test-service");
+  EXPECT_EQ(stats_.tag_labels_dropped, 6u);
+  EXPECT_THAT(
+      ByLabels(*cpu[0], 0),
+      UnorderedElementsAre(Pair(
+          "my_key=v\xef\xbf\xbd,ok=yes,span_id=00000000000000ab", 10 * kMs)));
+}
+
+TEST_F(ProcessProfilerTest, ValuesPastTheBudgetFoldIntoOther) {
+  for (uint32_t i = 1; i <= 5; ++i) {
+    Tags(1, i, {{"user", absl::StrCat("u", i)}});
+    Cpu(1, i * 10 * kMs, {kHot, kMain}, i);
+  }
+  Cpu(1, 60 * kMs, {kHot, kMain}, 77);  // never defined
+  ProcessProfilerOptions options;
+  options.max_tag_values = 3;
+  Run(options);
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_THAT(
+      ByLabels(*cpu[0], 0),
+      UnorderedElementsAre(Pair("user=u1", 10 * kMs), Pair("user=u2", 10 * kMs),
+                           Pair("user=u3", 10 * kMs),
+                           Pair("user=other", 20 * kMs), Pair("", 10 * kMs)));
+  EXPECT_EQ(stats_.tag_values_folded, 2u);
+  EXPECT_EQ(stats_.unknown_tag_sets, 1u);
 }
 
 }  // namespace

@@ -124,6 +124,8 @@ int CaptureStack(uint64_t* frames, int max_frames, int skip, bool* truncated) {
 
 int MaxFrames() { return 128; }
 
+SampleTags TagsForSample(uint64_t) { return {0, 0}; }
+
 bool ClockReadIsSystemCall() { return false; }
 
 void SetAllocationStackHook(AllocationStackHook hook) {
