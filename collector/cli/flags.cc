@@ -84,6 +84,9 @@ ABSL_FLAG(int64_t, max_memory_mib, 1024,
           "count under a '[truncated]' stack.");
 ABSL_FLAG(int64_t, max_memory_per_process_mib, 128,
           "The same budget for one process.");
+ABSL_FLAG(int64_t, max_tag_values, 100,
+          "Distinct values an application tag key may take per process; "
+          "later values become 'other' (ringprof_tag_values_folded_total).");
 ABSL_FLAG(absl::Duration, max_future, absl::Minutes(1),
           "Samples stamped further ahead of the collector's clock are "
           "dropped and counted.");
@@ -212,6 +215,12 @@ absl::StatusOr<CollectorOptions> CollectorOptionsFromFlags() {
   options.profiler.idle_frame = absl::GetFlag(FLAGS_idle_frame);
   options.profiler.window_ns = absl::ToInt64Nanoseconds(window);
   options.profiler.unresolved_without_lines = !absl::GetFlag(FLAGS_symbolize);
+  const int64_t tag_values = absl::GetFlag(FLAGS_max_tag_values);
+  if (tag_values < 1 || tag_values > 100000) {
+    return absl::InvalidArgumentError(
+        "--max-tag-values must be in [1, 100000]");
+  }
+  options.profiler.max_tag_values = static_cast<size_t>(tag_values);
   const int64_t queued = absl::GetFlag(FLAGS_max_queued_records);
   if (queued < 1024) {
     return absl::InvalidArgumentError("--max-queued-records must be >= 1024");

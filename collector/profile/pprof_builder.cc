@@ -131,8 +131,21 @@ PprofBuilder::LocationId PprofBuilder::InternSyntheticLocation(
   return InternLocation(0, 0, absl::MakeConstSpan(&line, 1));
 }
 
+PprofBuilder::LabelSetId PprofBuilder::InternLabels(const Labels& labels) {
+  if (labels.empty()) return 0;
+  std::string key;
+  for (const auto& [name, value] : labels) {
+    absl::StrAppend(&key, name.size(), kSep, name, value.size(), kSep, value);
+  }
+  auto [it, inserted] =
+      label_set_index_.try_emplace(std::move(key), label_sets_.size() + 1);
+  if (inserted) label_sets_.push_back(labels);
+  return it->second;
+}
+
 void PprofBuilder::AddSample(absl::Span<const LocationId> stack,
-                             absl::Span<const int64_t> values) {
+                             absl::Span<const int64_t> values,
+                             LabelSetId labels) {
   if (std::all_of(values.begin(), values.end(),
                   [](int64_t v) { return v == 0; })) {
     return;
@@ -145,10 +158,18 @@ void PprofBuilder::AddSample(absl::Span<const LocationId> stack,
   } else {
     key.assign(stack.begin(), stack.end());
   }
+  const size_t stack_size = key.size();
+  if (labels != 0) {
+    // Location ids are >= 1: a 0 separates the stack from the labels.
+    key.push_back(0);
+    key.push_back(labels);
+  }
   auto [it, inserted] = sample_index_.try_emplace(key, samples_.size());
   if (inserted) {
-    samples_.push_back(
-        {std::move(key), std::vector<int64_t>(spec_.sample_types.size(), 0)});
+    key.resize(stack_size);
+    samples_.push_back({std::move(key),
+                        std::vector<int64_t>(spec_.sample_types.size(), 0),
+                        labels});
   }
   std::vector<int64_t>& sum = samples_[it->second].values;
   for (size_t i = 0; i < sum.size() && i < values.size(); ++i) {
@@ -286,6 +307,13 @@ perftools::profiles::Profile PprofBuilder::Emit(size_t keep) const {
     auto* out = profile.add_sample();
     for (LocationId id : s.stack) out->add_location_id(emit_location(id));
     for (int64_t v : s.values) out->add_value(v);
+    if (s.labels != 0) {
+      for (const auto& [name, value] : label_sets_[s.labels - 1]) {
+        auto* label = out->add_label();
+        label->set_key(strings.Intern(name));
+        label->set_str(strings.Intern(value));
+      }
+    }
   }
   if (any_trimmed) {
     auto* out = profile.add_sample();

@@ -9,11 +9,13 @@
 //   * every sample carries exactly one value per sample type;
 //   * at most `max_frames` locations per sample (deeper stacks keep their
 //     innermost frames under a synthetic "[truncated]" root);
+//   * sample labels (string key and value) as given: the caller applies the
+//     label rules; strings still pass the string table's UTF-8 repair;
 //   * at most `max_samples` samples and `max_bytes` serialized: identical
-//     stacks are aggregated, and if that is not enough the least significant
-//     stacks (smallest share of every value's total) are folded into one
-//     "[trimmed]" sample, so the totals are preserved and the profile is
-//     never invalid.
+//     stacks (with identical labels) are aggregated, and if that is not
+//     enough the least significant stacks (smallest share of every value's
+//     total) are folded into one "[trimmed]" sample, so the totals are
+//     preserved and the profile is never invalid.
 //
 // Mappings, functions and locations are interned by content, so the same
 // builder merges profiles from several windows or processes (profile_merge).
@@ -25,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -80,6 +83,8 @@ class PprofBuilder {
  public:
   using MappingId = uint32_t;   // 0 = no mapping
   using LocationId = uint32_t;  // builder-internal, >= 1
+  using LabelSetId = uint32_t;  // 0 = no labels
+  using Labels = std::vector<std::pair<std::string, std::string>>;
 
   explicit PprofBuilder(ProfileSpec spec, PyroscopeLimits limits = {});
 
@@ -92,10 +97,15 @@ class PprofBuilder {
   // A location without address or mapping naming `function` ("[lost]"...).
   LocationId InternSyntheticLocation(absl::string_view function);
 
-  // `stack` leaf first; `values` one per sample type. Identical stacks add
-  // up. Samples whose values are all zero are ignored.
+  // Sample labels for AddSample, interned by content (order kept: callers
+  // pass them sorted). Empty: 0.
+  LabelSetId InternLabels(const Labels& labels);
+
+  // `stack` leaf first; `values` one per sample type. Identical stacks with
+  // identical labels add up. Samples whose values are all zero are ignored.
+  // The "[trimmed]" sample that folds the smallest ones has no labels.
   void AddSample(absl::Span<const LocationId> stack,
-                 absl::Span<const int64_t> values);
+                 absl::Span<const int64_t> values, LabelSetId labels = 0);
 
   size_t sample_count() const { return samples_.size(); }
   bool empty() const { return samples_.empty(); }
@@ -124,6 +134,7 @@ class PprofBuilder {
   struct Sample {
     std::vector<LocationId> stack;
     std::vector<int64_t> values;
+    LabelSetId labels = 0;
   };
 
   uint32_t InternFunction(absl::string_view name, absl::string_view filename);
@@ -143,6 +154,8 @@ class PprofBuilder {
   absl::flat_hash_map<std::string, uint32_t> function_index_;
   std::vector<Location> locations_;  // id = index + 1
   absl::flat_hash_map<std::string, LocationId> location_index_;
+  std::vector<Labels> label_sets_;  // id = index + 1
+  absl::flat_hash_map<std::string, LabelSetId> label_set_index_;
   std::vector<Sample> samples_;
   absl::flat_hash_map<std::vector<LocationId>, size_t> sample_index_;
 };

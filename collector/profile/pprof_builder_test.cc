@@ -272,6 +272,42 @@ TEST(PprofBuilderTest, GoToolPprofReadsIt) {
   EXPECT_THAT(*raw, HasSubstr("0011223344556677"));
 }
 
+TEST(PprofBuilderTest, SampleLabelsSplitSamplesAndGoToolPprofFiltersOnThem) {
+  PprofBuilder b(CpuProfileSpec(10'000'000));
+  const auto mapping = b.InternMapping(MappingSpec{});
+  const auto hot = Fn(b, mapping, 0x1000, "hot_function");
+  const auto main = Fn(b, mapping, 0x2000, "main");
+  const auto light = b.InternLabels({{"endpoint", "/light"}});
+  const auto heavy = b.InternLabels({{"endpoint", "/heavy"}});
+  EXPECT_EQ(b.InternLabels({{"endpoint", "/light"}}), light);
+  EXPECT_EQ(b.InternLabels({}), 0u);
+  b.AddSample({hot, main}, {10'000'000}, light);
+  b.AddSample({hot, main}, {30'000'000}, heavy);
+  b.AddSample({hot, main}, {30'000'000}, heavy);
+  b.AddSample({hot, main}, {5'000'000});
+  const Profile p = b.Build();
+  ASSERT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
+  ASSERT_EQ(p.sample_size(), 3);  // same stack, three label sets
+  int64_t heavy_ns = 0;
+  for (const auto& s : p.sample()) {
+    for (const auto& label : s.label()) {
+      if (p.string_table(label.str()) == "/heavy") heavy_ns += s.value(0);
+    }
+  }
+  EXPECT_EQ(heavy_ns, 60'000'000);
+
+  const std::string path =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/labels.pb.gz");
+  ASSERT_TRUE(WriteProfileFile(path, p.SerializeAsString()).ok());
+  absl::StatusOr<std::string> top =
+      RunGoPprof({"-top", "-tagfocus=endpoint=/heavy", path});
+  if (absl::IsUnavailable(top.status())) GTEST_SKIP() << top.status();
+  ASSERT_TRUE(top.ok()) << top.status();
+  // Of the 75ms, the filter keeps the two /heavy samples.
+  EXPECT_THAT(*top, HasSubstr("tagfocus=endpoint=/heavy"));
+  EXPECT_THAT(*top, HasSubstr("accounting for 60ms"));
+}
+
 }  // namespace
 }  // namespace collector
 }  // namespace ringprof

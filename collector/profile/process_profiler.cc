@@ -4,12 +4,14 @@
 #include <cmath>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collector/base/clock.h"
 #include "collector/base/hex.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
+#include "collector/shipping/labels.h"
 
 namespace ringprof {
 namespace collector {
@@ -34,6 +36,16 @@ uint64_t LocationKey(uint64_t address, bool exact_pc) {
 // Marks a stack whose capture was cut short; no real LocationKey is 1
 // (address 0 is never a frame).
 constexpr uint64_t kTruncatedMarker = 1;
+// Followed by the stack's sample-label index; no real LocationKey is 2.
+constexpr uint64_t kLabelsMarker = 2;
+
+constexpr char kSpanIdLabel[] = "span_id";
+constexpr char kCpuSourceLabel[] = "ringprof_cpu_source";
+constexpr char kOtherTagValue[] = "other";
+// The emitter interns at most this many tag sets per process.
+constexpr size_t kMaxTagSets = 4096;
+// Memory charged per distinct sample label set, besides its strings.
+constexpr uint64_t kLabelSetBytes = 96;
 
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -84,6 +96,27 @@ Counter& BudgetFolded() {
       "ringprof_budget_folded_total",
       "Samples and ticks counted under a '[truncated]' stack because a "
       "process (or the collector) reached its memory budget.");
+  return c;
+}
+Counter& TagLabelsDropped() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_tag_labels_dropped_total",
+      "Application tags left off their samples by the label rules (invalid "
+      "name, empty value, or a name the collector owns).");
+  return c;
+}
+Counter& TagValuesFolded() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_tag_values_folded_total",
+      "Tag sets whose value of some key became \"other\" because the key "
+      "already had --max-tag-values distinct values in its process.");
+  return c;
+}
+Counter& UnknownTagSets() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_tag_sets_unknown_total",
+      "Samples naming a tag set whose definition was not read (lost in the "
+      "ring, or read after the sample); they go without their tags.");
   return c;
 }
 Gauge& MemoryInUse() {
@@ -233,11 +266,13 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       if (replayed && !in_use) return;
       const uint32_t stack =
           InternStack(sample->frames, /*exact_leaf=*/false,
-                      (head.flags & ringfile::kSampleTruncated) != 0);
+                      (head.flags & ringfile::kSampleTruncated) != 0,
+                      SampleLabels(head.tag_set, head.span_id));
       if (in_use) {
         inuse_.OnAlloc(head.monotonic_ns, head.address, stack, weight, count);
       }
       if (replayed) return;
+      // The tick picked from this sample carries its labels (the stack).
       picker_.Add(head.tid, head.monotonic_ns, stack);
       Window& window = WindowAt(unix_ns);
       // Its tick may be picked later: it counts for checkpoints either way.
@@ -267,7 +302,8 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
           (sample->head.flags & ringfile::kSampleAtAllocation) == 0;
       const uint32_t stack =
           InternStack(sample->frames, exact_leaf,
-                      (sample->head.flags & ringfile::kSampleTruncated) != 0);
+                      (sample->head.flags & ringfile::kSampleTruncated) != 0,
+                      SampleLabels(sample->head.tag_set, sample->head.span_id));
       Window& window = WindowAt(unix_ns);
       Contributes(window, record);
       Slot(window.timer_cpu_ns, stack) +=
@@ -300,6 +336,12 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       if (process_labels_.size() < 16) {
         process_labels_.emplace_back(std::move(key), std::move(value));
       }
+      return;
+    }
+    case RecordType::kTagSet: {
+      auto tag_set = ringfile::DecodeTagSet(record);
+      if (!tag_set.ok()) return malformed();
+      OnTagSet(*tag_set);
       return;
     }
     case RecordType::kLostSamples: {
@@ -338,9 +380,12 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
           !InRange(info_.ToRealtimeNs(head.monotonic_ns))) {
         return;
       }
+      // No tags in a LiveSample: an entry keeps its AllocSample's stack (and
+      // tags); only one first learned from a sweep goes without.
       const uint32_t stack =
           InternStack(live->frames, /*exact_leaf=*/false,
-                      (head.flags & ringfile::kSampleTruncated) != 0);
+                      (head.flags & ringfile::kSampleTruncated) != 0,
+                      /*labels=*/0);
       inuse_.OnLive(head.monotonic_ns, head.sweep_id, head.alloc_ns,
                     head.address, stack, weight,
                     ObjectsOf(weight, head.requested_size));
@@ -423,13 +468,101 @@ uint32_t ProcessProfiler::InternLocation(uint64_t address, bool exact_pc) {
   return it->second;
 }
 
+void ProcessProfiler::OnTagSet(const ringfile::TagSetView& tag_set) {
+  // An id keeps its first definition: the emitter re-sends the same one,
+  // and samples already counted under it must not change meaning.
+  if (tag_sets_.contains(tag_set.head.id)) return;
+  if (tag_sets_.size() >= kMaxTagSets) {
+    ++stats_.malformed_records;  // more sets than any emitter makes
+    MalformedRecords().Add(1);
+    return;
+  }
+  Labels labels;
+  for (const auto& [key, value] : tag_set.tags) {
+    absl::StatusOr<std::string> name = shipping::SanitizeLabelName(key);
+    std::string text = shipping::SanitizeLabelValue(value);
+    // A workload may not set a name the collector or the server owns, nor
+    // a series label of the collector's, nor span_id (ringprof_span_set's).
+    bool refused = !name.ok() || text.empty() ||
+                   shipping::IsCollectorOwnedLabel(*name) ||
+                   *name == kSpanIdLabel || *name == kCpuSourceLabel;
+    for (const auto& [extra, unused] : options_.extra_labels) {
+      refused |= name.ok() && *name == extra;
+    }
+    for (const auto& [have, unused] : labels) {
+      refused |= name.ok() && *name == have;  // "a.b" and "a_b"
+    }
+    if (refused) {
+      ++stats_.tag_labels_dropped;
+      TagLabelsDropped().Add(1);
+      LogWarningLimited(
+          "tag-label",
+          absl::StrFormat("pid %u: tag %s left out of its samples (%s)",
+                          info_.pid, absl::CHexEscape(key.substr(0, 64)),
+                          !name.ok()     ? std::string(name.status().message())
+                          : text.empty() ? "empty value"
+                                         : "a name the collector owns"));
+      continue;
+    }
+    absl::flat_hash_set<std::string>& seen = tag_values_[*name];
+    if (!seen.contains(text)) {
+      if (seen.size() >= options_.max_tag_values) {
+        ++stats_.tag_values_folded;
+        TagValuesFolded().Add(1);
+        text = kOtherTagValue;
+      } else {
+        seen.insert(text);
+      }
+    }
+    labels.emplace_back(*std::move(name), std::move(text));
+  }
+  std::sort(labels.begin(), labels.end());
+  tag_sets_.emplace(tag_set.head.id, std::move(labels));
+}
+
+uint32_t ProcessProfiler::SampleLabels(uint32_t tag_set, uint64_t span_id) {
+  if (tag_set == 0 && span_id == 0) return 0;
+  auto known = tag_sets_.find(tag_set);
+  if (tag_set != 0 && known == tag_sets_.end()) {
+    // Its TagSet record was lost or is yet to come (the emitter re-sends it
+    // within seconds): this sample goes without its tags.
+    ++stats_.unknown_tag_sets;
+    UnknownTagSets().Add(1);
+    tag_set = 0;
+    if (span_id == 0) return 0;
+  }
+  auto [it, inserted] = sample_labels_index_.try_emplace({tag_set, span_id}, 0);
+  if (!inserted) return it->second;
+  Labels labels;
+  if (tag_set != 0) labels = known->second;
+  if (span_id != 0) {
+    labels.emplace_back(kSpanIdLabel, absl::StrFormat("%016x", span_id));
+    std::sort(labels.begin(), labels.end());
+  }
+  uint64_t cost = kLabelSetBytes;
+  for (const auto& [name, value] : labels) cost += name.size() + value.size();
+  if (!Charge(cost)) {
+    // Past the memory budget: keep the tags, drop the span.
+    sample_labels_index_.erase(it);
+    return span_id != 0 && tag_set != 0 ? SampleLabels(tag_set, 0) : 0;
+  }
+  it->second = static_cast<uint32_t>(sample_labels_.size());
+  sample_labels_.push_back(std::move(labels));
+  return it->second;
+}
+
 uint32_t ProcessProfiler::InternStack(absl::Span<const uint64_t> frames,
-                                      bool exact_leaf, bool truncated) {
+                                      bool exact_leaf, bool truncated,
+                                      uint32_t labels) {
   scratch_key_.clear();
   for (size_t i = 0; i < frames.size(); ++i) {
     scratch_key_.push_back(LocationKey(frames[i], exact_leaf && i == 0));
   }
   if (truncated) scratch_key_.push_back(kTruncatedMarker);
+  if (labels != 0) {
+    scratch_key_.push_back(kLabelsMarker);
+    scratch_key_.push_back(labels);
+  }
   auto it = stack_index_.find(absl::MakeConstSpan(scratch_key_));
   if (it != stack_index_.end()) return it->second;
 
@@ -447,6 +580,7 @@ uint32_t ProcessProfiler::InternStack(absl::Span<const uint64_t> frames,
   }
   Stack stack;
   stack.truncated = truncated;
+  stack.labels = labels;
   stack.locations.reserve(frames.size());
   for (size_t i = 0; i < frames.size(); ++i) {
     if (frames[i] == 0) continue;
@@ -731,6 +865,12 @@ void ProcessProfiler::AppendStack(uint32_t stack, PprofBuilder& builder,
   if (out.empty()) out.push_back(builder.InternSyntheticLocation("[unknown]"));
 }
 
+PprofBuilder::LabelSetId ProcessProfiler::BuilderLabels(
+    uint32_t stack, PprofBuilder& builder) const {
+  if (stack >= stacks_.size() || stacks_[stack].labels == 0) return 0;
+  return builder.InternLabels(sample_labels_[stacks_[stack].labels]);
+}
+
 std::vector<std::pair<std::string, std::string>> ProcessProfiler::SeriesLabels()
     const {
   std::vector<std::pair<std::string, std::string>> labels;
@@ -795,7 +935,7 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
     absl::flat_hash_map<uint32_t, uint32_t> memo;
     for (const auto& [id, ns] : cpu) {
       AppendStack(id, builder, memo, stack);
-      builder.AddSample(stack, {ns});
+      builder.AddSample(stack, {ns}, BuilderLabels(id, builder));
     }
     if (!builder.empty()) {
       submit("process_cpu", builder,
@@ -815,11 +955,13 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
     absl::flat_hash_map<uint32_t, uint32_t> memo;
     for (const auto& [id, values] : window.alloc) {
       AppendStack(id, builder, memo, stack);
-      builder.AddSample(stack, {values.first, values.second, 0, 0});
+      builder.AddSample(stack, {values.first, values.second, 0, 0},
+                        BuilderLabels(id, builder));
     }
     for (const auto& [id, values] : inuse) {
       AppendStack(id, builder, memo, stack);
-      builder.AddSample(stack, {0, 0, values.first, values.second});
+      builder.AddSample(stack, {0, 0, values.first, values.second},
+                        BuilderLabels(id, builder));
     }
     if (!builder.empty()) submit("memory", builder, {});
   }

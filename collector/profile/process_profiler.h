@@ -14,6 +14,11 @@
 //     in-use heap at the window's end (InUseTracker), emitted for every
 //     window while anything is in use.
 // Emitter-reported losses appear as a "[lost]" frame in the memory profile.
+// Samples carry the application's tags and span id (TagSet records, the
+// samples' tag_set and span_id) as pprof sample labels, under the label
+// rules of collector/shipping/labels.h and a per-key budget of distinct
+// values (beyond it: "other"); a tick-picked CPU estimate carries the
+// labels of the picked sample.
 //
 // Records may arrive in any order across threads; callers advance a
 // watermark (see TickPicker) and a window is emitted once the watermark has
@@ -38,6 +43,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/types/span.h"
 #include "collector/profile/inuse_tracker.h"
 #include "collector/profile/pprof_builder.h"
@@ -83,6 +89,9 @@ struct ProcessProfilerOptions {
   // server (Pyroscope's, pprof's). Otherwise they are named
   // "module+0xoffset".
   bool unresolved_without_lines = false;
+  // Distinct values a tag key may take in this process; later values are
+  // folded into "other" (--max-tag-values).
+  size_t max_tag_values = 100;
 };
 
 // How far a profiler has delivered its process's records, for a successor
@@ -117,6 +126,9 @@ struct ProcessStats {
   uint64_t out_of_range = 0;    // dropped: stamped too far ahead or behind
   uint64_t budget_folded = 0;   // samples under the budget's "[truncated]"
   uint64_t replay_skipped = 0;  // re-read after a restart, already delivered
+  uint64_t tag_labels_dropped = 0;  // tags refused by the label rules
+  uint64_t tag_values_folded = 0;   // tag values past the budget: "other"
+  uint64_t unknown_tag_sets = 0;    // samples naming a set never defined
 };
 
 class ProcessProfiler {
@@ -174,7 +186,9 @@ class ProcessProfiler {
   struct Stack {
     std::vector<uint32_t> locations;  // leaf first; indices into locations_
     bool truncated = false;
+    uint32_t labels = 0;  // index into sample_labels_; 0 = none
   };
+  using Labels = std::vector<std::pair<std::string, std::string>>;
   struct Window {
     absl::flat_hash_map<uint32_t, int64_t> tick_cpu_ns;   // alloc ticks
     absl::flat_hash_map<uint32_t, int64_t> timer_cpu_ns;  // CPU timer
@@ -200,7 +214,11 @@ class ProcessProfiler {
   };
 
   uint32_t InternStack(absl::Span<const uint64_t> frames, bool exact_leaf,
-                       bool truncated);
+                       bool truncated, uint32_t labels);
+  void OnTagSet(const ringfile::TagSetView& tag_set);
+  // The sample labels (index into sample_labels_) of a sample naming
+  // `tag_set` and `span_id`.
+  uint32_t SampleLabels(uint32_t tag_set, uint64_t span_id);
   // Charges `bytes` to both budgets; false (nothing charged) when either
   // would be exceeded.
   bool Charge(uint64_t bytes);
@@ -245,6 +263,9 @@ class ProcessProfiler {
   std::vector<std::pair<std::string, std::string>> SeriesLabels() const;
   // The process's CLOCK_MONOTONIC time of a wall-clock time.
   uint64_t MonotonicOf(int64_t unix_ns) const;
+  // The sample labels of `stack` (synthetic stacks have none).
+  PprofBuilder::LabelSetId BuilderLabels(uint32_t stack,
+                                         PprofBuilder& builder) const;
 
   const ringfile::FileInfo info_;
   const ProcessProfilerOptions options_;
@@ -264,6 +285,16 @@ class ProcessProfiler {
   absl::flat_hash_map<std::vector<uint64_t>, uint32_t, SpanHash, SpanEq>
       stack_index_;
   std::vector<uint64_t> scratch_key_;
+
+  // Tag sets by the emitter's id: labels after the rules and the budget.
+  absl::flat_hash_map<uint32_t, Labels> tag_sets_;
+  // Per tag key, the values admitted so far (the budget).
+  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>>
+      tag_values_;
+  // Distinct sample label sets; [0] is the empty one.
+  std::vector<Labels> sample_labels_{Labels()};
+  absl::flat_hash_map<std::pair<uint32_t, uint64_t>, uint32_t>
+      sample_labels_index_;
 
   std::map<int64_t, Window> windows_;  // by window index
   int64_t first_open_window_ = INT64_MIN;

@@ -131,6 +131,7 @@ absl::Status ProfileMerger::AddValues(const Profile& p, bool snapshots,
   }
   std::vector<PprofBuilder::LocationId> stack;
   std::vector<int64_t> values;
+  PprofBuilder::Labels labels;
   for (const auto& s : p.sample()) {
     stack.clear();
     for (uint64_t id : s.location_id()) {
@@ -147,7 +148,13 @@ absl::Status ProfileMerger::AddValues(const Profile& p, bool snapshots,
     for (size_t i = 0; i < values.size(); ++i) {
       if (snapshot_[i] != snapshots) values[i] = 0;
     }
-    builder.AddSample(stack, values);
+    labels.clear();
+    for (const auto& label : s.label()) {
+      if (label.str() != 0) {
+        labels.emplace_back(str(label.key()), str(label.str()));
+      }
+    }
+    builder.AddSample(stack, values, builder.InternLabels(labels));
   }
   return absl::OkStatus();
 }
