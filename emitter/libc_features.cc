@@ -22,6 +22,8 @@ DlFindObjectFn g_resolved_dl_find_object = nullptr;
 DlFindObjectFn g_dl_find_object = nullptr;  // null: not used
 StrerrorNameFn g_strerrorname_np = nullptr;
 LibgccUnwinder g_libgcc = {};
+// False when libgcc_s.so.1 was not loaded and not opened on purpose.
+bool g_libgcc_looked_for = false;
 
 // Without _dl_find_object: the objects loaded before the emitter started,
 // whole mapped span and .eh_frame_hdr. Filled at load, before any reader
@@ -109,10 +111,18 @@ int FindStartupObject(const void* address, dl_find_object* result) {
   return -1;
 }
 
-void OpenLibgcc() {
-  // Usually loaded already (C++ programs link it); otherwise this is the
-  // one object the emitter adds to the process.
-  void* handle = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+// libgcc_s.so.1 is used only if the process has it already (C++ programs
+// and anything that links it) or glibc has no _dl_find_object (then it is
+// the only unwinder that finds objects loaded after start). Loading it into
+// every other process would be the one object the emitter adds, and its
+// constructor's CPUID probing alone costs a C program's start-up more than
+// everything else the emitter does; the CFI walker covers C code but for
+// the frames it gives up on (CFA expressions, stack realignment).
+void OpenLibgcc(bool only_if_loaded) {
+  void* handle =
+      dlopen("libgcc_s.so.1",
+             RTLD_NOW | RTLD_LOCAL | (only_if_loaded ? RTLD_NOLOAD : 0));
+  g_libgcc_looked_for = !only_if_loaded || handle != nullptr;
   if (handle == nullptr) return;
   LibgccUnwinder found;
   found.backtrace = reinterpret_cast<decltype(found.backtrace)>(
@@ -131,8 +141,7 @@ void OpenLibgcc() {
 // constructor in lifecycle.cc): allocations made here are forwarded, never
 // sampled.
 __attribute__((constructor(101))) void ResolveLibcFeatures() {
-  // RINGPROF_DISABLE=1: nothing is sampled, so nothing is loaded either
-  // (libgcc_s.so.1 would be the one object the emitter adds).
+  // RINGPROF_DISABLE=1: nothing is sampled, so nothing is looked up.
   if (DisabledInEnvironment(
           [](const char* name) -> const char* { return getenv(name); })) {
     return;
@@ -142,7 +151,7 @@ __attribute__((constructor(101))) void ResolveLibcFeatures() {
   g_dl_find_object = g_resolved_dl_find_object;
   g_strerrorname_np = reinterpret_cast<StrerrorNameFn>(
       dlvsym(RTLD_DEFAULT, "strerrorname_np", "GLIBC_2.32"));
-  OpenLibgcc();
+  OpenLibgcc(/*only_if_loaded=*/g_dl_find_object != nullptr);
   if (g_dl_find_object == nullptr) RecordStartupObjects();
 }
 
@@ -208,7 +217,7 @@ void ReportMissingLibcFeatures(bool cpu_timer_running) {
             "first frame in a library loaded after start\n");
     ReportToStderr(line.c_str());
   }
-  if (g_libgcc.backtrace == nullptr) {
+  if (g_libgcc_looked_for && g_libgcc.backtrace == nullptr) {
     ReportToStderr(
         "ringprof: libgcc_s.so.1 not found: stacks through code the built-in "
         "unwinder cannot follow are cut short\n");

@@ -13,9 +13,11 @@
 //    then kept out of signal handlers (LibgccIsSignalSafe()).
 //  - strerrorname_np (glibc >= 2.32): errno names in messages; without it
 //    the number is printed.
-//  - libgcc_s.so.1's unwinder (_Unwind_Backtrace), opened at load rather
-//    than linked, so that an image without libgcc_s still starts; without
-//    it, stacks the CFI walker cannot follow are cut short.
+//  - libgcc_s.so.1's unwinder (_Unwind_Backtrace), looked up at load rather
+//    than linked, so that an image without libgcc_s still starts: used when
+//    the process has it loaded already, opened only when glibc lacks
+//    _dl_find_object; without it, stacks the CFI walker cannot follow are
+//    cut short.
 //
 // Thread-safety: everything is resolved by a constructor before any other
 // emitter code runs; afterwards every function here is lock-free,
@@ -49,8 +51,8 @@ bool ForgetUnloadedStartupObjects();
 // strerrorname_np(error), or nullptr (unknown error, or no such function).
 const char* ErrnoName(int error);
 
-// libgcc_s's unwinder; every pointer null when libgcc_s.so.1 could not be
-// opened.
+// libgcc_s's unwinder; every pointer null when libgcc_s.so.1 was not loaded
+// (or not found).
 struct LibgccUnwinder {
   _Unwind_Reason_Code (*backtrace)(_Unwind_Trace_Fn, void*);
   _Unwind_Ptr (*get_ip)(struct _Unwind_Context*);
