@@ -2,11 +2,11 @@
 // application API, so that its profiles split by endpoint
 // (`go tool pprof -tagfocus=endpoint=/heavy`, Pyroscope's label filter).
 //
-// Worker threads serve requests alternately from two endpoints: /heavy does
-// three times the work of /light, and both allocate in proportion. A
-// background thread does untagged work at the same time. Every handler
-// measures its own thread CPU time and bytes allocated, so the program knows
-// the truth its profile should show; --truth writes it as JSON. With
+// Worker threads serve requests from two endpoints, in random order and
+// half of each: /heavy does three times the work of /light, and both allocate
+// in proportion. A background thread does untagged work at the same time. Every
+// handler measures its own thread CPU time and bytes allocated, so the program
+// knows the truth its profile should show; --truth writes it as JSON. With
 // --fork=1 the main thread forks, under a tag, a child that works without
 // tagging anything itself: its samples carry the tag it inherited.
 //
@@ -57,7 +57,7 @@ __attribute__((noinline)) int64_t WorkUnit(uint64_t* sink) {
   for (int round = 0; round < 8; ++round) {
     auto buffer = std::make_unique<std::vector<uint64_t>>(512);
     bytes += 512 * sizeof(uint64_t);
-    for (int pass = 0; pass < 16; ++pass) {
+    for (int pass = 0; pass < 64; ++pass) {
       for (uint64_t& word : *buffer) {
         h = (h ^ word ^ static_cast<uint64_t>(pass)) * 0x100000001b3ull;
         word = h;
@@ -95,10 +95,23 @@ __attribute__((noinline)) void HandleHeavy(uint64_t* sink) {
   g_heavy.Add(ThreadCpuNs() - start, bytes);
 }
 
-void Worker(int64_t deadline_ns) {
+// Serving stops at the deadline, or once the thread used `cpu_ns` of CPU
+// (when > 0: a known amount of work whatever the machine's load).
+bool KeepServing(int64_t deadline_ns, int64_t cpu_ns) {
+  return MonotonicNs() < deadline_ns && (cpu_ns <= 0 || ThreadCpuNs() < cpu_ns);
+}
+
+void Worker(int64_t deadline_ns, int64_t cpu_ns) {
   uint64_t sink = 1;
-  for (uint64_t request = 0; MonotonicNs() < deadline_ns; ++request) {
-    if (request % 2 == 0) {
+  // Requests in random order, half of each kind: a fixed alternation would
+  // be periodic, and periodic work aliases with the sampler's periodic
+  // ticks.
+  uint64_t random = 0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&sink);
+  while (KeepServing(deadline_ns, cpu_ns)) {
+    random ^= random << 13;
+    random ^= random >> 7;
+    random ^= random << 17;
+    if ((random >> 32) & 1) {
       HandleLight(&sink);
     } else {
       HandleHeavy(&sink);
@@ -108,9 +121,9 @@ void Worker(int64_t deadline_ns) {
 }
 
 // Untagged, beside the tagged workers: it must not see their tags.
-void Background(int64_t deadline_ns) {
+void Background(int64_t deadline_ns, int64_t cpu_ns) {
   uint64_t sink = 2;
-  while (MonotonicNs() < deadline_ns) {
+  while (KeepServing(deadline_ns, cpu_ns)) {
     const int64_t start = ThreadCpuNs();
     const int64_t bytes = WorkUnit(&sink);
     g_background.Add(ThreadCpuNs() - start, bytes);
@@ -142,7 +155,7 @@ int64_t ForkedChildCpuNs(int millis) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int seconds = 3, threads = 2, fork_millis = 0;
+  int seconds = 3, threads = 2, fork_millis = 0, cpu_millis = 0;
   const char* truth = nullptr;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
@@ -160,6 +173,8 @@ int main(int argc, char** argv) {
           "--truth=PATH writes the measured CPU and bytes per endpoint.",
           {{"seconds", &seconds, 1, 3600, "how long to serve"},
            {"threads", &threads, 1, 64, "worker threads"},
+           {"cpu_ms", &cpu_millis, 0, 3600000,
+            "stop each thread after this much CPU (0: at --seconds only)"},
            {"fork_ms", &fork_millis, 0, 10000,
             "CPU milliseconds of a child forked under endpoint=/forked"}},
           &exit_code)) {
@@ -168,8 +183,11 @@ int main(int argc, char** argv) {
 
   const int64_t deadline = MonotonicNs() + int64_t{seconds} * 1000000000;
   std::vector<std::thread> workers;
-  for (int i = 0; i < threads; ++i) workers.emplace_back(Worker, deadline);
-  std::thread background(Background, deadline);
+  const int64_t cpu_ns = int64_t{cpu_millis} * 1000000;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back(Worker, deadline, cpu_ns);
+  }
+  std::thread background(Background, deadline, cpu_ns);
   int64_t forked_ns = 0;
   if (fork_millis > 0) forked_ns = ForkedChildCpuNs(fork_millis);
   for (std::thread& worker : workers) worker.join();

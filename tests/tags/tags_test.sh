@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Application tags end to end (README.md "Tags"): examples/tagged under
-# `ringprof run` with the CPU timer at 1000 Hz (about 4,000 samples, so the
-# smallest share's sampling error is about 0.01 against the 0.05 bound) or,
+# `ringprof run` with the CPU timer at 1000 Hz or,
 # with `alloc`, with CPU from tick-picked allocation samples, checked by
-# check_tags.py; and the same program without the emitter, which must run
+# check_tags.py. Each of the three threads works 1.5 s of CPU, however
+# loaded the machine (at the kernel's 4 ms timer tick, ~750 independent
+# samples on the two workers: a sampling error of ~0.016 on the split
+# against the 0.05 bound); and the same program without the emitter, which must run
 # unchanged. Covered ticks are off (RINGPROF_CPU_COVER=0; "auto" turns them
 # on where a clock read measures slow, which a loaded machine can make it
 # look): a covered tick charges all CPU since the thread's previous sample
@@ -37,7 +39,7 @@ hz=1000 check=shares
 # has ~700 samples, a standard error of ~4% against the 15% bound.
 RINGPROF_CPU_COVER=0 RINGPROF_SAMPLE_BYTES=65536 RINGPROF_CPU_HZ=${hz} timeout --kill-after=5 200 "${root}/collector/ringprof" \
   run --output-dir="${work}/out" --emitter="${root}/emitter/libringprof.so" \
-  -- "${server}" --seconds=3 --threads=2 --fork_ms=300 \
+  -- "${server}" --seconds=60 --cpu_ms=1500 --threads=2 --fork_ms=300 \
   --truth="${work}/truth.json" >"${work}/run.txt" 2>&1
 status=$?
 cat "${work}/run.txt"
