@@ -1,5 +1,6 @@
 #include "emitter/config.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -113,6 +114,82 @@ const char* Basename(const char* path) {
   return slash == nullptr ? path : slash + 1;
 }
 
+// Parses an optionally signed decimal integer made only of digits.
+bool ParseInt(const char* s, int64_t* out) {
+  bool negative = false;
+  if (*s == '-' || *s == '+') negative = *s++ == '-';
+  if (*s == '\0') return false;
+  int64_t value = 0;
+  for (; *s != '\0'; ++s) {
+    if (*s < '0' || *s > '9' || value > 100000000) return false;
+    value = value * 10 + (*s - '0');
+  }
+  *out = negative ? -value : value;
+  return true;
+}
+
+// Offset from SIGRTMAX of the default signal. Applications that use
+// real-time signals conventionally allocate them upwards from SIGRTMIN
+// (glibc's own two sit just below it), so the top of the range is the least
+// likely to collide; the sampler's collision check covers the rest.
+constexpr int kDefaultSignalBelowRtMax = 4;
+constexpr int kMaxCpuHz = 1000;
+
+int ReadCpuHz(EnvLookup lookup, ReportLine report, int fallback) {
+  const char* value = lookup("RINGPROF_CPU_HZ");
+  if (value == nullptr || *value == '\0') return fallback;
+  int64_t hz = 0;
+  if (!ParseInt(value, &hz) || hz < 0 || hz > kMaxCpuHz) {
+    char text[24];
+    FormatUnsigned(static_cast<uint64_t>(fallback), 10, text, sizeof(text));
+    ReportBad(report, "RINGPROF_CPU_HZ", value, "0 (off) to 1000", text);
+    return fallback;
+  }
+  return static_cast<int>(hz);
+}
+
+CpuCover ReadCpuCover(EnvLookup lookup, ReportLine report) {
+  const char* value = lookup("RINGPROF_CPU_COVER");
+  if (value == nullptr || *value == '\0' || strcmp(value, "0") == 0 ||
+      strcmp(value, "off") == 0) {
+    return CpuCover::kOff;
+  }
+  if (strcmp(value, "1") == 0 || strcmp(value, "on") == 0) {
+    return CpuCover::kOn;
+  }
+  if (strcmp(value, "auto") == 0) return CpuCover::kAuto;
+  ReportBad(report, "RINGPROF_CPU_COVER", value, "0, 1 or auto", "0");
+  return CpuCover::kOff;
+}
+
+int ReadCpuSignal(EnvLookup lookup, ReportLine report) {
+  const int fallback = SIGRTMAX - kDefaultSignalBelowRtMax;
+  const char* value = lookup("RINGPROF_CPU_SIGNAL");
+  if (value == nullptr || *value == '\0') return fallback;
+  const char* s = value;
+  if (strncmp(s, "SIG", 3) == 0) s += 3;
+  int64_t signo = -1;
+  int64_t offset = 0;
+  if (strncmp(s, "RTMIN", 5) == 0) {
+    signo = SIGRTMIN;
+    if (s[5] != '\0' && !ParseInt(s + 5, &offset)) signo = -1;
+  } else if (strncmp(s, "RTMAX", 5) == 0) {
+    signo = SIGRTMAX;
+    if (s[5] != '\0' && !ParseInt(s + 5, &offset)) signo = -1;
+  } else if (!ParseInt(s, &signo)) {
+    signo = -1;
+  }
+  signo += offset;
+  if (signo < SIGRTMIN || signo > SIGRTMAX) {
+    char text[24];
+    FormatUnsigned(static_cast<uint64_t>(fallback), 10, text, sizeof(text));
+    ReportBad(report, "RINGPROF_CPU_SIGNAL", value,
+              "a real-time signal, e.g. SIGRTMAX-4 or 60", text);
+    return fallback;
+  }
+  return static_cast<int>(signo);
+}
+
 }  // namespace
 
 void ReportToStderr(const char* line) {
@@ -214,6 +291,13 @@ void LoadConfig(EnvLookup lookup, ReportLine report,
                 "octal bits within 0666 including 0600, e.g. 0640", "0600");
     }
   }
+}
+
+void LoadCpuTimerConfig(EnvLookup lookup, ReportLine report,
+                        CpuTimerConfig* config) {
+  config->hz = ReadCpuHz(lookup, report, config->hz);
+  config->signal = ReadCpuSignal(lookup, report);
+  if (config->hz > 0) config->cover = ReadCpuCover(lookup, report);
 }
 
 }  // namespace emitter

@@ -1,5 +1,7 @@
 #include "emitter/config.h"
 
+#include <signal.h>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -143,6 +145,45 @@ TEST_F(ConfigTest, ServiceNamesAreSafeFileNameComponents) {
   EXPECT_STREQ(Load("").service_name, "unknown");
   EXPECT_STREQ(Load(nullptr).service_name, "unknown");
   EXPECT_STREQ(Load("/opt/app/bin/py thon3").service_name, "py_thon3");
+}
+
+TEST_F(ConfigTest, CpuTimerSettings) {
+  CpuTimerConfig config;
+  LoadCpuTimerConfig(FakeLookup, CollectLine, &config);
+  EXPECT_EQ(config.hz, 100);
+  EXPECT_EQ(config.signal, SIGRTMAX - 4);
+  EXPECT_EQ(config.cover, CpuCover::kOff);
+  EXPECT_TRUE(lines_.empty());
+
+  env_ = {{"RINGPROF_CPU_HZ", "250"},
+          {"RINGPROF_CPU_SIGNAL", "SIGRTMIN+3"},
+          {"RINGPROF_CPU_COVER", "auto"}};
+  config = CpuTimerConfig();
+  LoadCpuTimerConfig(FakeLookup, CollectLine, &config);
+  EXPECT_EQ(config.hz, 250);
+  EXPECT_EQ(config.signal, SIGRTMIN + 3);
+  EXPECT_EQ(config.cover, CpuCover::kAuto);
+  EXPECT_TRUE(lines_.empty());
+
+  // Bad values: one line each, defaults kept; cover is not read when off.
+  env_ = {{"RINGPROF_CPU_HZ", "5000"},
+          {"RINGPROF_CPU_SIGNAL", "SIGUSR1"},
+          {"RINGPROF_CPU_COVER", "sometimes"}};
+  config = CpuTimerConfig();
+  LoadCpuTimerConfig(FakeLookup, CollectLine, &config);
+  EXPECT_EQ(config.hz, 100);
+  EXPECT_EQ(config.signal, SIGRTMAX - 4);
+  EXPECT_EQ(config.cover, CpuCover::kOff);
+  ASSERT_EQ(lines_.size(), 3u);
+  EXPECT_EQ(lines_[0],
+            "ringprof: ignoring RINGPROF_CPU_HZ='5000' (expected 0 (off) to "
+            "1000); using 100\n");
+  env_["RINGPROF_CPU_HZ"] = "0";
+  lines_.clear();
+  config = CpuTimerConfig();
+  LoadCpuTimerConfig(FakeLookup, CollectLine, &config);
+  EXPECT_EQ(config.hz, 0);
+  EXPECT_EQ(lines_.size(), 1u);  // the signal only
 }
 
 }  // namespace

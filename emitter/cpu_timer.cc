@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "emitter/config.h"
 #include "emitter/runtime.h"
 #include "ringfile/format.h"
 
@@ -41,15 +42,7 @@ namespace emitter {
 namespace {
 
 // ---------------------------------------------------------------------------
-// Configuration.
-
-constexpr int kDefaultCpuHz = 100;
-constexpr int kMaxCpuHz = 1000;
-// Offset from SIGRTMAX of the default signal. Applications that use
-// real-time signals conventionally allocate them upwards from SIGRTMIN
-// (glibc's own two sit just below it), so the top of the range is the least
-// likely to collide; the collision check below covers the rest.
-constexpr int kDefaultSignalBelowRtMax = 4;
+// Sample limits.
 
 // Frames we keep per sample, and the extra room for the handler's own frames
 // (handler, CaptureStack, libgcc, the sigreturn trampoline) that are cut off.
@@ -89,100 +82,6 @@ class Line {
   char buf_[256];
   size_t size_ = 0;
 };
-
-// Parses an optionally signed decimal integer made only of digits.
-bool ParseInt(const char* s, int64_t* out) {
-  bool negative = false;
-  if (*s == '-' || *s == '+') negative = *s++ == '-';
-  if (*s == '\0') return false;
-  int64_t value = 0;
-  for (; *s != '\0'; ++s) {
-    if (*s < '0' || *s > '9' || value > 100000000) return false;
-    value = value * 10 + (*s - '0');
-  }
-  *out = negative ? -value : value;
-  return true;
-}
-
-void ReportBadValue(const char* name, const char* value, const char* expected,
-                    int64_t fallback) {
-  Line()
-      .Add("ringprof: ignoring ")
-      .Add(name)
-      .Add("='")
-      .Add(value)
-      .Add("' (expected ")
-      .Add(expected)
-      .Add("); using ")
-      .AddInt(fallback)
-      .Write();
-}
-
-// RINGPROF_CPU_HZ: timer frequency per thread, 0 = off.
-int ReadCpuHz() {
-  const char* value = getenv("RINGPROF_CPU_HZ");
-  if (value == nullptr || *value == '\0') return kDefaultCpuHz;
-  int64_t hz = 0;
-  if (!ParseInt(value, &hz) || hz < 0 || hz > kMaxCpuHz) {
-    ReportBadValue("RINGPROF_CPU_HZ", value, "0 (off) to 1000", kDefaultCpuHz);
-    return kDefaultCpuHz;
-  }
-  return static_cast<int>(hz);
-}
-
-// RINGPROF_CPU_COVER: whether allocation samples may stand in for timer
-// signals (covered ticks, see CoverTick). 0 (default): never; 1: always;
-// auto: where a clock read is a system call (gVisor), i.e. where signals
-// are expensive round trips. Off by default: in the accuracy suite in
-// gVisor covers shifted a few points of CPU share towards allocating code,
-// for a saving within the benchmark's noise (CPU_TIMER.md).
-enum class CoverMode { kAuto, kOn, kOff };
-
-CoverMode ReadCoverMode() {
-  const char* value = getenv("RINGPROF_CPU_COVER");
-  if (value == nullptr || *value == '\0' || strcmp(value, "0") == 0 ||
-      strcmp(value, "off") == 0) {
-    return CoverMode::kOff;
-  }
-  if (strcmp(value, "1") == 0 || strcmp(value, "on") == 0) {
-    return CoverMode::kOn;
-  }
-  if (strcmp(value, "auto") == 0) return CoverMode::kAuto;
-  Line()
-      .Add("ringprof: ignoring RINGPROF_CPU_COVER='")
-      .Add(value)
-      .Add("' (expected 0, 1 or auto); using 0")
-      .Write();
-  return CoverMode::kOff;
-}
-
-// RINGPROF_CPU_SIGNAL: a number in [SIGRTMIN, SIGRTMAX], or SIGRTMIN+n /
-// SIGRTMAX-n (also without the "SIG" prefix).
-int ReadCpuSignal() {
-  const int fallback = SIGRTMAX - kDefaultSignalBelowRtMax;
-  const char* value = getenv("RINGPROF_CPU_SIGNAL");
-  if (value == nullptr || *value == '\0') return fallback;
-  const char* s = value;
-  if (strncmp(s, "SIG", 3) == 0) s += 3;
-  int64_t signo = -1;
-  int64_t offset = 0;
-  if (strncmp(s, "RTMIN", 5) == 0) {
-    signo = SIGRTMIN;
-    if (s[5] != '\0' && !ParseInt(s + 5, &offset)) signo = -1;
-  } else if (strncmp(s, "RTMAX", 5) == 0) {
-    signo = SIGRTMAX;
-    if (s[5] != '\0' && !ParseInt(s + 5, &offset)) signo = -1;
-  } else if (!ParseInt(s, &signo)) {
-    signo = -1;
-  }
-  signo += offset;
-  if (signo < SIGRTMIN || signo > SIGRTMAX) {
-    ReportBadValue("RINGPROF_CPU_SIGNAL", value,
-                   "a real-time signal, e.g. SIGRTMAX-4 or 60", fallback);
-    return fallback;
-  }
-  return static_cast<int>(signo);
-}
 
 // ---------------------------------------------------------------------------
 // Process-wide state.
@@ -767,13 +666,17 @@ bool OwnsSignal(int signo) {
 void CpuTimerInit() {
   static std::atomic<bool> initialized{false};
   if (initialized.exchange(true)) return;
-  const int hz = ReadCpuHz();
-  g_signal = ReadCpuSignal();
+  // RINGPROF_CPU_* (config.h).
+  CpuTimerConfig config;
+  LoadCpuTimerConfig(
+      [](const char* name) -> const char* { return getenv(name); },
+      ReportToStderr, &config);
+  const int hz = config.hz;
+  g_signal = config.signal;
   if (hz == 0 || !Enabled()) return;
   g_period_ns = 1000000000 / hz;
-  const CoverMode cover = ReadCoverMode();
-  g_cover = cover == CoverMode::kOn ||
-            (cover == CoverMode::kAuto && ClockReadIsSystemCall());
+  g_cover = config.cover == CpuCover::kOn ||
+            (config.cover == CpuCover::kAuto && ClockReadIsSystemCall());
 
   struct sigaction current;
   if (NextSigaction()(g_signal, nullptr, &current) != 0) return;
