@@ -131,6 +131,26 @@ constexpr int64_t kFree = 0;
 constexpr int64_t kArming = -1;
 constexpr int64_t kAbandoned = -2;
 std::atomic<int64_t> g_registry[kMaxTimers];
+// Bit i: some slot in [64 i, 64 i + 64) may be in use (set before a slot is
+// taken, cleared only in a fork child). Scans visit only these chunks, so
+// that a process with few threads never touches the rest of the 32 KiB
+// registry (zero pages it would otherwise fault in at exit).
+constexpr int kChunkSlots = 64;
+static_assert(kMaxTimers / kChunkSlots <= 64, "one bit per chunk");
+std::atomic<uint64_t> g_used_chunks{0};
+
+// Calls visit(slot) for every slot of a chunk that may be in use.
+template <typename Visit>
+void ForEachUsedSlot(Visit visit) {
+  const uint64_t used = g_used_chunks.load(std::memory_order_acquire);
+  for (int chunk = 0; chunk < kMaxTimers / kChunkSlots; ++chunk) {
+    if ((used >> chunk & 1) == 0) continue;
+    for (int slot = chunk * kChunkSlots; slot < (chunk + 1) * kChunkSlots;
+         ++slot) {
+      visit(slot);
+    }
+  }
+}
 
 // Per-thread state, in initial-exec TLS (no __tls_get_addr, safe in a
 // signal handler). slot < 0: this thread has no timer.
@@ -500,8 +520,10 @@ int ReserveSlot(pid_t tid) {
   for (int i = 0; i < kMaxTimers; ++i) {
     const int slot = (start + i) % kMaxTimers;
     int64_t expected = kFree;
-    if (g_registry[slot].load(std::memory_order_relaxed) == kFree &&
-        g_registry[slot].compare_exchange_strong(expected, kArming,
+    if (g_registry[slot].load(std::memory_order_relaxed) != kFree) continue;
+    g_used_chunks.fetch_or(uint64_t{1} << (slot / kChunkSlots),
+                           std::memory_order_acq_rel);
+    if (g_registry[slot].compare_exchange_strong(expected, kArming,
                                                  std::memory_order_acq_rel)) {
       return slot;
     }
@@ -605,7 +627,7 @@ void DisarmCurrentThread() {
 // Deletes every timer in the registry (only in the process that made them).
 void DeleteAllTimers() {
   const bool ours = getpid() == g_owner_pid;
-  for (int slot = 0; slot < kMaxTimers; ++slot) {
+  ForEachUsedSlot([ours](int slot) {
     int64_t value = g_registry[slot].load(std::memory_order_acquire);
     while (value != kFree && value != kAbandoned) {
       const int64_t next = value == kArming ? kAbandoned : kFree;
@@ -615,7 +637,7 @@ void DeleteAllTimers() {
         break;
       }
     }
-  }
+  });
 }
 
 // Puts back the disposition the application had before us. Going through
@@ -695,12 +717,6 @@ void CpuTimerInit() {
   }
   g_app_disposition = current;
 
-  // Warm the unwinder up outside any signal handler: libgcc initialises
-  // some tables under pthread_once on first use.
-  uint64_t warm[4];
-  bool truncated = false;
-  CaptureStack(warm, 4, 0, &truncated);
-
   struct sigaction action;
   memset(&action, 0, sizeof(action));
   action.sa_sigaction = &OnCpuTimerSignal;
@@ -725,9 +741,10 @@ void CpuTimerOnThreadExit() { DisarmCurrentThread(); }
 void CpuTimerAfterForkChild() {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   // Timers are not inherited: the registry's ids mean nothing here.
-  for (int slot = 0; slot < kMaxTimers; ++slot) {
+  ForEachUsedSlot([](int slot) {
     g_registry[slot].store(kFree, std::memory_order_relaxed);
-  }
+  });
+  g_used_chunks.store(0, std::memory_order_relaxed);
   g_owner_pid = getpid();
   t_timer.slot = -1;
   ArmCurrentThread();

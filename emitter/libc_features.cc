@@ -133,6 +133,10 @@ void OpenLibgcc(bool only_if_loaded) {
       dlsym(handle, "_Unwind_GetCFA"));
   if (found.backtrace != nullptr && found.get_ip != nullptr &&
       found.get_cfa != nullptr) {
+    // Warmed up here, outside any signal handler: libgcc initialises some
+    // tables under pthread_once on first use.
+    found.backtrace([](_Unwind_Context*, void*) { return _URC_END_OF_STACK; },
+                    nullptr);
     g_libgcc = found;
   }
 }
