@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "tags_bench: run with LD_PRELOAD=libringprof.so\n");
     return 2;
   }
-  const ringprof_api_* real = ringprof_api_();
+  const struct ringprof_api_* real = ringprof_api_();
   const Api variants[2] = {{NoopPush, NoopPop, NoopSpan},
                            {real->push, real->pop, real->span_set}};
   std::vector<double> push[2], pop[2], span[2];
