@@ -79,8 +79,13 @@ struct Totals {
 
 Totals g_light, g_heavy, g_background;
 std::atomic<uint64_t> g_sink{0};
+// --spans: each request runs in its own trace span (as an OpenTelemetry
+// server span would), so samples carry span_id.
+bool g_spans = false;
+std::atomic<uint64_t> g_next_span{0x1000};
 
 __attribute__((noinline)) void HandleLight(uint64_t* sink) {
+  ringprof::ScopedSpan span(g_spans ? g_next_span.fetch_add(1) : 0);
   ringprof::ScopedTag tag("endpoint", "/light");
   const int64_t start = ThreadCpuNs();
   const int64_t bytes = WorkUnit(sink);
@@ -88,6 +93,7 @@ __attribute__((noinline)) void HandleLight(uint64_t* sink) {
 }
 
 __attribute__((noinline)) void HandleHeavy(uint64_t* sink) {
+  ringprof::ScopedSpan span(g_spans ? g_next_span.fetch_add(1) : 0);
   ringprof::ScopedTag tag("endpoint", "/heavy");
   const int64_t start = ThreadCpuNs();
   int64_t bytes = 0;
@@ -155,7 +161,7 @@ int64_t ForkedChildCpuNs(int millis) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int seconds = 3, threads = 2, fork_millis = 0, cpu_millis = 0;
+  int seconds = 3, threads = 2, fork_millis = 0, cpu_millis = 0, spans = 0;
   const char* truth = nullptr;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
@@ -175,12 +181,14 @@ int main(int argc, char** argv) {
            {"threads", &threads, 1, 64, "worker threads"},
            {"cpu_ms", &cpu_millis, 0, 3600000,
             "stop each thread after this much CPU (0: at --seconds only)"},
+           {"spans", &spans, 0, 1, "1: every request in its own trace span"},
            {"fork_ms", &fork_millis, 0, 10000,
             "CPU milliseconds of a child forked under endpoint=/forked"}},
           &exit_code)) {
     return exit_code;
   }
 
+  g_spans = spans != 0;
   const int64_t deadline = MonotonicNs() + int64_t{seconds} * 1000000000;
   std::vector<std::thread> workers;
   const int64_t cpu_ns = int64_t{cpu_millis} * 1000000;
