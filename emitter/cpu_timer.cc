@@ -542,6 +542,37 @@ void ReportArmFailureOnce(const char* what, int error) {
       .Write();
 }
 
+// A thread the sampler cannot sample. Its CPU time is still accounted when
+// it exits (AccountSkippedThread), under a marked frame, so the profile says
+// so instead of losing it.
+__thread int t_skipped __attribute__((tls_model("initial-exec"))) = 0;
+
+void SkipCurrentThread() {
+  t_skipped = 1;
+  g_threads_skipped.fetch_add(1, std::memory_order_relaxed);
+}
+
+// One CpuSample without frames, flagged kSampleThreadNotSampled, worth the
+// thread's whole CPU time.
+void AccountSkippedThread() {
+  if (t_skipped == 0 ||
+      g_state.load(std::memory_order_acquire) != State::kRunning) {
+    return;
+  }
+  t_skipped = 0;
+  const int64_t cpu = ThreadCpuNs();
+  if (cpu <= 0) return;
+  ringfile::CpuSample sample;
+  memset(&sample, 0, sizeof(sample));
+  sample.monotonic_ns = MonotonicNowNs();
+  sample.tid = CurrentTid();
+  sample.frame_count = 0;
+  sample.flags = ringfile::kSampleThreadNotSampled;
+  sample.cpu_period_ns = static_cast<uint64_t>(cpu);
+  AppendRecord(ringfile::RecordType::kCpuSample, &sample, sizeof(sample),
+               nullptr, 0);
+}
+
 void ArmCurrentThread() {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   if (t_timer.slot >= 0) return;
@@ -553,7 +584,7 @@ void ArmCurrentThread() {
   sigset_t mask;
   if (RawSigmask(SIG_BLOCK, nullptr, &mask) != 0 ||
       (sigismember(&mask, g_signal) == 1 && !HoldsEveryRealtimeSignal(&mask))) {
-    g_threads_skipped.fetch_add(1, std::memory_order_relaxed);
+    SkipCurrentThread();
     return;
   }
   if (sigismember(&mask, g_signal) == 1) {
@@ -566,7 +597,7 @@ void ArmCurrentThread() {
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
   const int slot = ReserveSlot(tid);
   if (slot < 0) {
-    g_threads_skipped.fetch_add(1, std::memory_order_relaxed);
+    SkipCurrentThread();
     ReportArmFailureOnce("more than 4096 live threads", 0);
     return;
   }
@@ -574,7 +605,7 @@ void ArmCurrentThread() {
   if (TimerCreate(tid, &timer_id) != 0) {
     const int error = errno;
     g_registry[slot].store(kFree, std::memory_order_release);
-    g_threads_skipped.fetch_add(1, std::memory_order_relaxed);
+    SkipCurrentThread();
     ReportArmFailureOnce("timer_create failed", error);
     return;
   }
@@ -610,6 +641,7 @@ void ArmCurrentThread() {
     g_registry[slot].store(kFree, std::memory_order_release);
     return;
   }
+  t_skipped = 0;
   g_threads_armed.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -736,7 +768,10 @@ void CpuTimerOnThreadStart(int app_blocks_signal) {
 
 int CpuTimerAppBlocksSignal() { return t_app_blocks_signal; }
 
-void CpuTimerOnThreadExit() { DisarmCurrentThread(); }
+void CpuTimerOnThreadExit() {
+  AccountSkippedThread();
+  DisarmCurrentThread();
+}
 
 void CpuTimerAfterForkChild() {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;

@@ -157,6 +157,10 @@ inline constexpr uint16_t kSampleTimingOnly = 1u << 1;
 // allocation's and its weight the thread CPU time since the previous
 // CpuSample, like any other.
 inline constexpr uint16_t kSampleAtAllocation = 1u << 2;
+// A CpuSample without frames for a thread the emitter could not sample
+// (e.g. it started with the sampling signal blocked): its whole CPU time,
+// recorded when it exits, so that profiles can show it instead of losing it.
+inline constexpr uint16_t kSampleThreadNotSampled = 1u << 4;
 // AllocSample: the emitter's live set was full, so this allocation's free
 // will not be reported and it is never re-sent: not part of the in-use heap.
 inline constexpr uint16_t kSampleUntracked = 1u << 3;

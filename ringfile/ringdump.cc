@@ -120,6 +120,8 @@ class PrintingVisitor : public RecordVisitor {
             r->head.frame_count, TagsOf(r->head.tag_set, r->head.span_id),
             (r->head.flags & kSampleTruncated) ? " truncated" : "",
             (r->head.flags & kSampleAtAllocation) ? " at_allocation" : "",
+            (r->head.flags & kSampleThreadNotSampled) ? " thread_not_sampled"
+                                                      : "",
             Frames(r->frames));
       }
       case RecordType::kFreeSampled: {

@@ -301,9 +301,12 @@ void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
       const bool exact_leaf =
           (sample->head.flags & ringfile::kSampleAtAllocation) == 0;
       const uint32_t stack =
-          InternStack(sample->frames, exact_leaf,
-                      (sample->head.flags & ringfile::kSampleTruncated) != 0,
-                      SampleLabels(sample->head.tag_set, sample->head.span_id));
+          (sample->head.flags & ringfile::kSampleThreadNotSampled) != 0
+              ? kNotSampledStack
+              : InternStack(
+                    sample->frames, exact_leaf,
+                    (sample->head.flags & ringfile::kSampleTruncated) != 0,
+                    SampleLabels(sample->head.tag_set, sample->head.span_id));
       Window& window = WindowAt(unix_ns);
       Contributes(window, record);
       Slot(window.timer_cpu_ns, stack) +=
@@ -846,6 +849,10 @@ void ProcessProfiler::AppendStack(uint32_t stack, PprofBuilder& builder,
   }
   if (stack == kBudgetStack) {
     out.push_back(builder.InternSyntheticLocation("[truncated]"));
+    return;
+  }
+  if (stack == kNotSampledStack) {
+    out.push_back(builder.InternSyntheticLocation("[thread not sampled]"));
     return;
   }
   const Stack& s = stacks_[stack];

@@ -202,6 +202,8 @@ class ProcessProfiler {
   static constexpr uint32_t kLostStack = 0xfffffff0;
   static constexpr uint32_t kNoSampleStack = 0xfffffff1;
   static constexpr uint32_t kBudgetStack = 0xfffffff2;
+  // CPU time of a thread the emitter could not sample.
+  static constexpr uint32_t kNotSampledStack = 0xfffffff3;
 
   struct SpanHash {
     using is_transparent = void;

@@ -197,11 +197,13 @@ class ProcessProfilerTest : public ::testing::Test {
     ASSERT_TRUE(rt::AppendFixed(writer_, RecordType::kLiveSweepEnd, e, 0));
   }
   void Cpu(uint32_t tid, uint64_t t, std::vector<uint64_t> frames,
-           uint32_t tag_set = 0, uint64_t span_id = 0) {
+           uint32_t tag_set = 0, uint64_t span_id = 0, uint16_t flags = 0,
+           uint64_t period_ns = 10 * kMs) {
     CpuSample s = {};
     s.monotonic_ns = t;
     s.tid = tid;
-    s.cpu_period_ns = 10 * kMs;
+    s.flags = flags;
+    s.cpu_period_ns = period_ns;
     s.tag_set = tag_set;
     s.span_id = span_id;
     ASSERT_TRUE(rt::AppendCpuSample(writer_, s, frames, tid));
@@ -409,6 +411,20 @@ TEST_F(ProcessProfilerTest, TimerSamplesReplaceTickEstimate) {
   EXPECT_THAT(Values(*cpu[0], 0), ElementsAre(Pair("main;Cold()", 20 * kMs)));
   // The allocation still counts for memory.
   EXPECT_EQ(Named("memory").size(), 1u);
+}
+
+TEST_F(ProcessProfilerTest, CpuOfUnsampledThreadsAndCoveredTicks) {
+  Cpu(1, 105 * kMs, {kCold, kMain});
+  // A thread the emitter could not sample: its CPU time, no frames.
+  Cpu(2, 110 * kMs, {}, 0, 0, ringfile::kSampleThreadNotSampled, 70 * kMs);
+  // Taken at an allocation sample: return addresses only.
+  Cpu(1, 115 * kMs, {kCold + 1, kMain}, 0, 0, ringfile::kSampleAtAllocation);
+  Run();
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_THAT(Values(*cpu[0], 0),
+              UnorderedElementsAre(Pair("main;Cold()", 20 * kMs),
+                                   Pair("[thread not sampled]", 70 * kMs)));
 }
 
 TEST_F(ProcessProfilerTest, TimingOnlySamplesCountForTicksNotMemory) {

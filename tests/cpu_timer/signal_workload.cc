@@ -931,6 +931,54 @@ int ScenarioMasks() {
   return g_failures.load() == 0 ? 0 : 1;
 }
 
+// --- scenario: unsampled (in-process only) ----------------------------------
+// A thread that starts with the sampler's signal (alone) blocked cannot be
+// sampled; when it exits, its whole CPU time is recorded in one frameless
+// sample flagged kSampleThreadNotSampled, so profiles can show it.
+
+int ScenarioUnsampled() {
+#ifdef RINGPROF_IN_PROCESS
+  sigset_t ours;
+  sigemptyset(&ours);
+  sigaddset(&ours, SamplerSignal());
+  sigset_t previous;
+  // Raw: the sampler's pthread_sigmask would take a mask naming its signal
+  // alone as the application using it, and back off.
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &ours, &previous, _NSIG / 8);
+  pid_t tid = 0;
+  int64_t cpu = 0;
+  std::thread worker = Spawn([&]() {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    Spin(100000000);
+    cpu = ThreadCpuNs();
+  });
+  worker.join();
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, nullptr, _NSIG / 8);
+  int marked = 0;
+  int64_t marked_ns = 0;
+  int other = 0;
+  for (int i = 0; i < ringprof::cpu_timer_test::FakeSampleCount(); ++i) {
+    const auto* sample = ringprof::cpu_timer_test::FakeSample(i);
+    if (sample == nullptr || sample->tid != static_cast<uint32_t>(tid)) {
+      continue;
+    }
+    if ((sample->flags & ringprof::ringfile::kSampleThreadNotSampled) != 0) {
+      ++marked;
+      marked_ns += static_cast<int64_t>(sample->cpu_period_ns);
+    } else {
+      ++other;
+    }
+  }
+  Stat("not_sampled_records", marked);
+  Stat("timer_samples", other);
+  Stat("recorded_per_mille_of_cpu", cpu > 0 ? marked_ns * 1000 / cpu : 0);
+  if (marked != 1) Fail("the unsampled thread's CPU was not recorded once");
+  if (other != 0) Fail("a thread with the signal blocked took samples");
+  if (marked_ns < cpu * 9 / 10) Fail("the recorded CPU time falls short");
+#endif
+  return g_failures.load() == 0 ? 0 : 1;
+}
+
 // --- scenario: spin (an exec target) ---------------------------------------
 
 int ScenarioSpin() {
@@ -945,7 +993,7 @@ int main(int argc, char** argv) {
     fprintf(stderr,
             "usage: %s sensitive|backoff|preinstalled|threads|fork|"
             "leftovers|own_sigwait|exceptions|exceptions_jit|spin|exec_storm|"
-            "cover|masks\n",
+            "cover|masks|unsampled\n",
             argv[0]);
     return 2;
   }
@@ -972,6 +1020,7 @@ int main(int argc, char** argv) {
   if (strcmp(scenario, "spin") == 0) status = ScenarioSpin();
   if (strcmp(scenario, "cover") == 0) status = ScenarioCover();
   if (strcmp(scenario, "masks") == 0) status = ScenarioMasks();
+  if (strcmp(scenario, "unsampled") == 0) status = ScenarioUnsampled();
   if (strcmp(scenario, "own_sigwait") == 0) status = ScenarioOwnSigwait();
   if (strcmp(scenario, "exceptions") == 0) status = ScenarioExceptions(false);
   if (strcmp(scenario, "exceptions_jit") == 0) {
