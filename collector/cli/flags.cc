@@ -146,6 +146,7 @@ const bool kFlagEnvironment = RegisterRingprofFlagEnvironment({
     "state_dir",
     "max_memory_mib",
     "max_memory_per_process_mib",
+    "max_tag_values",
     "max_future",
     "max_past",
     "drain_timeout",
