@@ -363,6 +363,29 @@ int Finish(Collector& collector, Sinks& sinks, bool print,
   return flushed.ok() ? 0 : 1;
 }
 
+// The collector start-up `run` and `collect` share: a symbolizer unless
+// --symbolize=false (frames stay addresses for the server to resolve), and
+// the pipeline into `sink`, started. Members are destroyed collector first.
+struct Pipeline {
+  std::unique_ptr<Symbolizer> symbolizer;
+  std::unique_ptr<Collector> collector;
+};
+
+absl::StatusOr<Pipeline> StartPipeline(
+    const CollectorOptions& options,
+    const SymbolizerOptions& symbolizer_options, ProfileSink* sink) {
+  Pipeline pipeline;
+  if (!options.profiler.unresolved_without_lines) {
+    pipeline.symbolizer = Symbolizer::Create(symbolizer_options);
+  }
+  pipeline.collector =
+      std::make_unique<Collector>(options, pipeline.symbolizer.get(), sink);
+  if (absl::Status started = pipeline.collector->Start(); !started.ok()) {
+    return started;
+  }
+  return pipeline;
+}
+
 int RunCommand(const std::vector<std::string>& command) {
   if (command.empty()) {
     return Fail(absl::InvalidArgumentError(
@@ -410,14 +433,11 @@ int RunCommand(const std::vector<std::string>& command) {
     LogError(child.status().message());
     return 127;
   }
-  // --symbolize=false: frames stay addresses for the server to resolve.
-  std::unique_ptr<Symbolizer> symbolizer =
-      options->profiler.unresolved_without_lines
-          ? nullptr
-          : Symbolizer::Create(*symbolizer_options);
-  Collector collector(*options, symbolizer.get(), sinks->tee.get());
-  absl::Status started = collector.Start();
-  if (!started.ok()) return Fail(started);  // the supervisor cleans up
+  absl::StatusOr<Pipeline> pipeline =
+      StartPipeline(*options, *symbolizer_options, sinks->tee.get());
+  if (!pipeline.ok())
+    return Fail(pipeline.status());  // the supervisor cleans up
+  Collector& collector = *pipeline->collector;
   // Only now: the collector follows the command from its first record.
   absl::Status command_started = child->Start();
   if (!command_started.ok()) {
@@ -462,14 +482,10 @@ int CollectCommand() {
   if (!state_dir.ok()) return Fail(state_dir.status());
   options->drainer.state_dir = *state_dir;
   BlockForwardedSignals();
-  // --symbolize=false: frames stay addresses for the server to resolve.
-  std::unique_ptr<Symbolizer> symbolizer =
-      options->profiler.unresolved_without_lines
-          ? nullptr
-          : Symbolizer::Create(*symbolizer_options);
-  Collector collector(*options, symbolizer.get(), sinks->tee.get());
-  absl::Status started = collector.Start();
-  if (!started.ok()) return Fail(started);
+  absl::StatusOr<Pipeline> pipeline =
+      StartPipeline(*options, *symbolizer_options, sinks->tee.get());
+  if (!pipeline.ok()) return Fail(pipeline.status());
+  Collector& collector = *pipeline->collector;
   // Where profiles go, at every level but error: the one line a sidecar's
   // operator needs first.
   std::vector<std::string> destinations;
