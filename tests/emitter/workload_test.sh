@@ -13,7 +13,7 @@ set -uo pipefail
 mode=${1:?native|gvisor}
 root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
 lib="${root}/emitter/libringprof.so"
-check="${root}/emitter/workload_check"
+check="${root}/tests/emitter/workload_check"
 workloads="${root}/examples/workloads"
 out_dir="${TEST_UNDECLARED_OUTPUTS_DIR:-${TEST_TMPDIR:?}}"
 
