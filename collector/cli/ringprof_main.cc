@@ -50,6 +50,7 @@
 #include "collector/shipping/pyroscope_flags.h"
 #include "collector/shipping/pyroscope_sink.h"
 #include "collector/sink/local_sink.h"
+#include "collector/sink/tee_sink.h"
 #include "collector/symbolize/symbolizer.h"
 #include "ringfile/ringdump.h"
 
@@ -141,39 +142,6 @@ std::string DefaultRunOutputDir(const std::string& command) {
       "ringprof-", name, "-",
       absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
 }
-
-// Sends every window to all of `sinks`; with `local_dir` set (local output
-// only: the Pyroscope sink logs its own), one info line per window.
-class TeeSink : public ProfileSink {
- public:
-  TeeSink(std::vector<ProfileSink*> sinks, std::string local_dir)
-      : sinks_(std::move(sinks)), local_dir_(std::move(local_dir)) {}
-  void Submit(WindowProfile profile) override {
-    if (!local_dir_.empty()) {
-      const absl::TimeZone utc = absl::UTCTimeZone();
-      LogInfo(absl::StrCat(
-          "pid ", profile.pid, " (", profile.service_name, "): ", profile.name,
-          " ",
-          absl::FormatTime("%H:%M:%S",
-                           absl::FromUnixNanos(profile.from_unix_ns), utc),
-          "-",
-          absl::FormatTime("%H:%M:%S",
-                           absl::FromUnixNanos(profile.until_unix_ns), utc),
-          " UTC, ", profile.pprof.size(), " bytes -> ", local_dir_, "/"));
-    }
-    for (size_t i = 0; i + 1 < sinks_.size(); ++i) sinks_[i]->Submit(profile);
-    if (!sinks_.empty()) sinks_.back()->Submit(std::move(profile));
-  }
-  absl::Status Flush(int64_t deadline) override {
-    absl::Status status;
-    for (ProfileSink* sink : sinks_) status.Update(sink->Flush(deadline));
-    return status;
-  }
-
- private:
-  std::vector<ProfileSink*> sinks_;
-  std::string local_dir_;
-};
 
 // The sinks of one invocation.
 struct Sinks {
