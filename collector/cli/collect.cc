@@ -1,0 +1,108 @@
+// `ringprof collect [flags]` (commands.h).
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "collector/base/clock.h"
+#include "collector/base/file.h"
+#include "collector/base/flag_environment.h"
+#include "collector/base/log.h"
+#include "collector/cli/child_process.h"
+#include "collector/cli/commands.h"
+#include "collector/cli/flags.h"
+#include "collector/cli/startup.h"
+#include "collector/collector.h"
+#include "collector/profile/pprof_io.h"
+#include "collector/render/flamegraph.h"
+#include "collector/shipping/http_uploader.h"
+#include "collector/shipping/pyroscope_flags.h"
+#include "collector/shipping/pyroscope_sink.h"
+#include "collector/sink/local_sink.h"
+#include "collector/sink/tee_sink.h"
+#include "collector/symbolize/symbolizer.h"
+#include "ringfile/ringdump.h"
+
+namespace ringprof {
+namespace collector {
+
+int CollectCommand() {
+  absl::StatusOr<CollectorOptions> options = CollectorOptionsFromFlags();
+  if (!options.ok()) return Fail(options.status());
+  absl::StatusOr<SymbolizerOptions> symbolizer_options =
+      SymbolizerOptionsFromFlags();
+  if (!symbolizer_options.ok()) return Fail(symbolizer_options.status());
+  if (options->drainer.ring_dir.empty()) {
+    if (const char* dir = std::getenv("RINGPROF_DIR")) {
+      options->drainer.ring_dir = dir;
+    }
+  }
+  if (options->drainer.ring_dir.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "collect needs --ring-dir (or RINGPROF_DIR)"));
+  }
+  absl::StatusOr<Sinks> sinks =
+      MakeSinks(absl::GetFlag(FLAGS_output_dir), /*local_by_default=*/false,
+                /*log_windows=*/true);
+  if (!sinks.ok()) return Fail(sinks.status());
+  absl::StatusOr<std::string> state_dir =
+      StateDir(sinks->local ? sinks->local->out_dir() : "");
+  if (!state_dir.ok()) return Fail(state_dir.status());
+  options->drainer.state_dir = *state_dir;
+  BlockForwardedSignals();
+  absl::StatusOr<Pipeline> pipeline =
+      StartPipeline(*options, *symbolizer_options, sinks->tee.get());
+  if (!pipeline.ok()) return Fail(pipeline.status());
+  Collector& collector = *pipeline->collector;
+  // Where profiles go, at every level but error: the one line a sidecar's
+  // operator needs first.
+  std::vector<std::string> destinations;
+  if (sinks->remote) {
+    std::string server = absl::GetFlag(FLAGS_server_address);
+    const char* env = std::getenv("PYROSCOPE_SERVER_ADDRESS");
+    if (server.empty() && env != nullptr) server = env;
+    destinations.push_back(shipping::RedactUrl(server));
+  }
+  if (sinks->local) destinations.push_back(sinks->local->out_dir() + "/");
+  const std::string start_line =
+      absl::StrCat("collecting from ", options->drainer.ring_dir,
+                   "; profiles go to ", absl::StrJoin(destinations, " and "));
+  if (LogEnabled(LogLevel::kWarning)) {
+    std::fprintf(stderr, "ringprof: %s\n", start_line.c_str());
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  int sig = 0;
+  sigwait(&set, &sig);
+  LogDebug(absl::StrCat("signal ", sig, ": draining and flushing"));
+  return Finish(collector, *sinks, /*print=*/false);
+}
+
+}  // namespace collector
+}  // namespace ringprof
