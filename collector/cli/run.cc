@@ -1,52 +1,27 @@
 // `ringprof run [flags] -- CMD ARGS...` (commands.h).
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <condition_variable>
 #include <cstdio>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "collector/base/clock.h"
-#include "collector/base/file.h"
-#include "collector/base/flag_environment.h"
 #include "collector/base/log.h"
 #include "collector/cli/child_process.h"
 #include "collector/cli/commands.h"
 #include "collector/cli/flags.h"
 #include "collector/cli/startup.h"
 #include "collector/collector.h"
-#include "collector/profile/pprof_io.h"
-#include "collector/render/flamegraph.h"
-#include "collector/shipping/http_uploader.h"
-#include "collector/shipping/pyroscope_flags.h"
-#include "collector/shipping/pyroscope_sink.h"
 #include "collector/sink/local_sink.h"
-#include "collector/sink/tee_sink.h"
 #include "collector/symbolize/symbolizer.h"
-#include "ringfile/ringdump.h"
 
 namespace ringprof {
 namespace collector {
