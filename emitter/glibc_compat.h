@@ -9,8 +9,8 @@
 //    do not include it (they never run on an old glibc).
 //  - A .symver line only renames references: a function not used in a
 //    translation unit adds no import. Never list a function the emitter
-//    itself defines (pthread_create, exec*, sigaction, pthread_sigmask, ...): .symver would
-//    rename the definition too.
+//    itself defines (pthread_create, exec*, sigaction, pthread_sigmask, ...):
+//    .symver would rename the definition too.
 //  - The versions must exist on glibc 2.17 in libc.so.6, libdl.so.2 or
 //    libpthread.so.0 (before 2.34 dl* and most pthread_* live in the latter
 //    two; the library lists both as NEEDED). librt is not a dependency:

@@ -1,5 +1,5 @@
 // The clocks ring files are stamped with, in nanoseconds: the one clock
-// helper of the writer (inside the emitter), the reader and the collector.
+// source of the writer (inside the emitter), the reader and the collector.
 //
 // Async-signal-safe, allocation-free (clock_gettime is a vDSO call or a
 // system call, never a lock).

@@ -77,18 +77,17 @@ static inline struct ringprof_api_* ringprof_api_(void) {
   static struct ringprof_api_ api;
   if (!__atomic_load_n(&api.resolved, __ATOMIC_ACQUIRE)) {
     /* Racing first calls resolve the same addresses: harmless. */
-    __atomic_store_n(&api.push,
-                     (ringprof_tag_push_fn)dlsym(RTLD_DEFAULT,
-                                                 "ringprof_tag_push"),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&api.pop,
-                     (ringprof_tag_pop_fn)dlsym(RTLD_DEFAULT,
-                                                "ringprof_tag_pop"),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&api.span_set,
-                     (ringprof_span_set_fn)dlsym(RTLD_DEFAULT,
-                                                 "ringprof_span_set"),
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(
+        &api.push,
+        (ringprof_tag_push_fn)dlsym(RTLD_DEFAULT, "ringprof_tag_push"),
+        __ATOMIC_RELAXED);
+    __atomic_store_n(
+        &api.pop, (ringprof_tag_pop_fn)dlsym(RTLD_DEFAULT, "ringprof_tag_pop"),
+        __ATOMIC_RELAXED);
+    __atomic_store_n(
+        &api.span_set,
+        (ringprof_span_set_fn)dlsym(RTLD_DEFAULT, "ringprof_span_set"),
+        __ATOMIC_RELAXED);
     __atomic_store_n(&api.resolved, 1, __ATOMIC_RELEASE);
   }
   return &api;
