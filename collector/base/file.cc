@@ -69,29 +69,67 @@ absl::Status WriteFileAtomically(const std::string& path,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open", path);
+namespace {
+
+absl::Status TooLarge(const std::string& path, size_t max_bytes) {
+  return absl::DataLossError(
+      absl::StrCat(path, " is larger than ", max_bytes, " bytes"));
+}
+
+// Reads `fd` to its end, at most `max_bytes`; closes it.
+absl::StatusOr<std::string> ReadToEnd(int fd, const std::string& path,
+                                      size_t max_bytes) {
   std::string out;
   char buffer[64 * 1024];
+  absl::Status status;
   while (true) {
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      absl::Status status = ErrnoError("cannot read", path);
-      ::close(fd);
-      return status;
+      status = ErrnoError("cannot read", path);
+      break;
     }
     if (n == 0) break;
     out.append(buffer, static_cast<size_t>(n));
     if (out.size() > max_bytes) {
-      ::close(fd);
-      return absl::DataLossError(absl::StrCat(path, " is too large"));
+      status = TooLarge(path, max_bytes);
+      break;
     }
   }
   ::close(fd);
+  if (!status.ok()) return status;
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  return ReadToEnd(fd, path, max_bytes);
+}
+
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
+                                            size_t max_bytes,
+                                            bool follow_symlinks) {
+  const int fd =
+      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+                               (follow_symlinks ? 0 : O_NOFOLLOW));
+  if (fd < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a regular file"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return TooLarge(path, max_bytes);
+  }
+  return ReadToEnd(fd, path, max_bytes);  // it may grow meanwhile
 }
 
 absl::Status MakeDirs(const std::string& dir, mode_t mode) {

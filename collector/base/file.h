@@ -36,6 +36,15 @@ absl::Status WriteFileAtomically(const std::string& path,
 absl::StatusOr<std::string> ReadFile(const std::string& path,
                                      size_t max_bytes = SIZE_MAX);
 
+// For paths anyone else may have planted something at (state files, secret
+// files): reads only a regular file, refusing a FIFO or a device without
+// blocking on it (FailedPrecondition "... is not a regular file"), a file of
+// more than `max_bytes` (DataLoss "... is larger than N bytes"), and, with
+// `follow_symlinks` false, a symlink. NotFound when there is no file.
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
+                                            size_t max_bytes,
+                                            bool follow_symlinks = true);
+
 // mkdir -p with `mode` for the directories it creates.
 absl::Status MakeDirs(const std::string& dir, mode_t mode);
 

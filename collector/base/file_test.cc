@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -56,6 +57,25 @@ TEST(FileTest, FailuresNameThePathAndLeaveNothing) {
   absl::StatusOr<std::string> missing = ReadFile(dir + "/missing");
   EXPECT_NE(missing.status().message().find("missing"),
             absl::string_view::npos);
+}
+
+TEST(FileTest, ReadRegularFileRefusesWhatIsNotARegularFileOfItsSize) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/regular";
+  ASSERT_TRUE(MakeDirs(dir, 0700).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir + "/small", "12345").ok());
+  EXPECT_EQ(ReadRegularFile(dir + "/small", 5).value(), "12345");
+  EXPECT_TRUE(absl::IsDataLoss(ReadRegularFile(dir + "/small", 4).status()));
+  EXPECT_TRUE(absl::IsNotFound(ReadRegularFile(dir + "/none", 4).status()));
+  // A FIFO without a writer: refused at once, never waited on.
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(ReadRegularFile(dir + "/fifo", 4).status()));
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(ReadRegularFile("/dev/zero", 4).status()));
+  ASSERT_EQ(symlink((dir + "/small").c_str(), (dir + "/link").c_str()), 0);
+  EXPECT_EQ(ReadRegularFile(dir + "/link", 5).value(), "12345");
+  EXPECT_FALSE(
+      ReadRegularFile(dir + "/link", 5, /*follow_symlinks=*/false).ok());
 }
 
 }  // namespace

@@ -29,39 +29,6 @@ absl::Status Invalid(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("ring state: ", what));
 }
 
-// Reads a regular file of at most `max` bytes without following a symlink
-// or blocking on a FIFO.
-absl::StatusOr<std::string> ReadBoundedRegularFile(const std::string& path,
-                                                   size_t max) {
-  const int fd =
-      ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
-  struct stat st;
-  std::string out;
-  absl::Status status;
-  if (::fstat(fd, &st) != 0) {
-    status = absl::ErrnoToStatus(errno, absl::StrCat("fstat ", path));
-  } else if (!S_ISREG(st.st_mode)) {
-    status = Invalid(absl::StrCat(path, " is not a regular file"));
-  } else if (static_cast<uint64_t>(st.st_size) > max) {
-    status = Invalid(absl::StrCat(path, " is larger than ", max, " bytes"));
-  } else {
-    out.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < out.size()) {
-      const ssize_t n = ::pread(fd, out.data() + done, out.size() - done,
-                                static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    out.resize(done);
-  }
-  ::close(fd);
-  if (!status.ok()) return status;
-  return out;
-}
-
 }  // namespace
 
 absl::StatusOr<RingState> ParseRingState(absl::string_view bytes) {
@@ -176,7 +143,7 @@ absl::StatusOr<std::optional<RingState>> LoadRingState(
     const std::string& state_dir, const std::string& ring_path) {
   const std::string path = RingStatePath(state_dir, ring_path);
   absl::StatusOr<std::string> bytes =
-      ReadBoundedRegularFile(path, kMaxStateBytes);
+      ReadRegularFile(path, kMaxStateBytes, /*follow_symlinks=*/false);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) return std::optional<RingState>();
     return bytes.status();

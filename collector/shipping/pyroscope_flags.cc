@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "collector/base/file.h"
 #include "collector/base/flag_environment.h"
 #include "collector/shipping/http_uploader.h"
 #include "collector/shipping/metrics_server.h"
@@ -122,45 +123,12 @@ const bool kFlagEnvironment = RegisterFlagEnvironment({
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
                                            const char* what) {
   constexpr size_t kMaxSecretBytes = 64 * 1024;
-  // O_NONBLOCK: opening a FIFO without a writer must not block.
-  const int fd =
-      open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
+  absl::StatusOr<std::string> read = ReadRegularFile(path, kMaxSecretBytes);
+  if (!read.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "cannot read the ", what, " file ", path, ": ", std::strerror(errno)));
+        "cannot read the ", what, " file: ", read.status().message()));
   }
-  struct stat st;
-  std::string secret;
-  absl::Status status;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("the ", what, " file ", path, " is not a regular file"));
-  } else if (static_cast<uint64_t>(st.st_size) > kMaxSecretBytes) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("the ", what, " file ", path, " is larger than ",
-                     kMaxSecretBytes, " bytes"));
-  } else {
-    char buffer[4096];
-    while (secret.size() <= kMaxSecretBytes) {
-      const ssize_t n = read(fd, buffer, sizeof(buffer));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        status = absl::InvalidArgumentError(
-            absl::StrCat("cannot read the ", what, " file ", path, ": ",
-                         std::strerror(errno)));
-        break;
-      }
-      if (n == 0) break;
-      secret.append(buffer, static_cast<size_t>(n));
-    }
-    if (status.ok() && secret.size() > kMaxSecretBytes) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("the ", what, " file ", path, " is larger than ",
-                       kMaxSecretBytes, " bytes"));
-    }
-  }
-  close(fd);
-  if (!status.ok()) return status;
+  std::string secret = std::move(*read);
   // Files written by editors and `echo` end with a newline.
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) {
     secret.pop_back();
