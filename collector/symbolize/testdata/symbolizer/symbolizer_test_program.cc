@@ -1,7 +1,7 @@
-// A program with known shapes for collector/symbolize/symbolizer_test.cc: a call made
-// from inside two always-inline functions (one a template) inlined into a
-// namespaced function, a plain namespaced function and an extern "C" one.
-// It prints the runtime addresses, its load bias and the source lines the
+// A program with known shapes for collector/symbolize/symbolizer_test.cc: a
+// call made from inside two always-inline functions (one a template) inlined
+// into a namespaced function, a plain namespaced function and an extern "C"
+// one. It prints the runtime addresses, its load bias and the source lines the
 // symbolizer must report, one "key value" per line.
 #include <link.h>
 
