@@ -4,7 +4,8 @@
 Usage: test_summary.py BAZEL_LOG TESTLOGS_DIR
 Prints the failing and skipped cases and a last line `N passed, M failed`
 (`, K skipped` when a test reported cases it could not run: JUnit
-status="notrun"); exits 1 when anything failed or no test ran.
+status="notrun"); exits 1 when anything failed or no test ran. Bazel errors
+that left no failed test (a package that does not load) count as one failure.
 """
 import os
 import re
@@ -43,8 +44,10 @@ def cases_from_xml(path):
 def main():
     log, testlogs = sys.argv[1], sys.argv[2]
     targets = {}
+    errors = 0
     with open(log, errors="replace") as f:
         for line in f:
+            errors += line.startswith("ERROR: ")
             m = STATUS.match(line.strip())
             if m:
                 targets[m.group(1)] = m.group(2)
@@ -68,6 +71,10 @@ def main():
             passed += 1
         else:
             failed.append("%s %s" % (target, status))
+    if errors and not failed:
+        # A package that does not load has no test status at all: its tests
+        # would otherwise vanish from the count.
+        failed.append("bazel: %d loading or build errors (see the log)" % errors)
     for f in failed:
         print("FAILED:", f)
     for target, status in sorted(targets.items()):
