@@ -2,11 +2,16 @@
 // process ends (clean, killed writer), corrupt files, retention.
 #include "collector/collector.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -251,6 +256,54 @@ TEST_F(CollectorTest, FileTruncatedWhileFollowedIsReportedAndSkipped) {
   EXPECT_EQ(sink_.Total("memory", options.pid, 1), 30 * 100);
   EXPECT_EQ(sink_.Total("memory", 1002, 1), 40 * 100);
   EXPECT_TRUE(Exists(path));  // left for inspection
+}
+
+// Without O_TMPFILE (gVisor's tmpfs) the emitter creates the file under its
+// name and makes it ready through its mapping, which raises no inotify
+// event: the drainer must look again within a poll or two, not 100 ms later,
+// or a busy thread's ring is lapped (and the module map with it) first.
+TEST_F(CollectorTest, FileMadeReadyThroughItsMappingIsOpenedAtTheNextPoll) {
+  const std::string source = dir_ + "-source.ring";
+  const std::string path = dir_ + "/late.7.ring";
+  {
+    ringfile::WriterOptions options = rt::TestWriterOptions(source);
+    ringfile::RingWriter writer;
+    ASSERT_EQ(writer.Create(options), 0);
+    AppendSamples(writer, 3);
+    writer.Close();
+  }
+  std::ifstream in(source, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  ASSERT_FALSE(bytes.empty());
+
+  // Named and sized, still all zero: not ready.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
+  void* map =
+      ::mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  ASSERT_NE(map, MAP_FAILED);
+
+  DrainerOptions options = options_.drainer;
+  options.poll_interval = absl::Milliseconds(20);
+  options.rescan_interval = absl::Hours(1);
+  options.open_grace = absl::Hours(1);
+  BatchQueue queue(1 << 20);
+  auto drainer = RingDrainer::Create(options, &queue);
+  ASSERT_TRUE(drainer.ok()) << drainer.status();
+  (*drainer)->RunOnce(/*wait=*/false);  // finds it, cannot open it yet
+  EXPECT_EQ((*drainer)->rings_opened(), 0u);
+
+  std::memcpy(map, bytes.data(), bytes.size());  // no event for this
+  // Each pass waits a whole poll interval (nothing else happens in the
+  // directory): two are more than enough, well under 100 ms.
+  for (int pass = 0; pass < 2 && (*drainer)->rings_opened() == 0; ++pass) {
+    (*drainer)->RunOnce(/*wait=*/true);
+  }
+  EXPECT_EQ((*drainer)->rings_opened(), 1u);
+  ::munmap(map, bytes.size());
 }
 
 TEST_F(CollectorTest, MissingRingDirectoryIsAStartupError) {

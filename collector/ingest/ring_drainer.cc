@@ -22,6 +22,10 @@ namespace ringprof {
 namespace collector {
 namespace {
 
+// How long a file that is not ready yet is looked at every poll (then every
+// 100 ms until the open grace runs out).
+constexpr absl::Duration kFastRetryPeriod = absl::Seconds(1);
+
 Counter& RingsOpened() {
   static Counter& c = Metrics::Get().GetCounter(
       "ringprof_ring_files_opened_total", "Ring files opened.");
@@ -282,7 +286,11 @@ void RingDrainer::TryOpenPending() {
   // one class the oldest first.
   std::vector<std::map<std::string, Pending>::iterator> order;
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-    if (it->second.next_attempt > now) continue;
+    if (it->second.next_attempt > now) {
+      next_pending_pass_ =
+          std::min(next_pending_pass_, it->second.next_attempt);
+      continue;
+    }
     if (now - it->second.liveness_checked >= options_.liveness_interval) {
       it->second.liveness = NameLiveness(it->first);
       it->second.liveness_checked = now;
@@ -312,8 +320,17 @@ void RingDrainer::TryOpenPending() {
         continue;
       }
       // Not ready yet, or still being created (size 0 before fallocate).
+      // A writer without O_TMPFILE (gVisor's tmpfs) makes the file ready
+      // through its mapping, which no inotify event reports: look again at
+      // every poll for a while, since its rings start filling at once and
+      // a busy thread laps its ring in about 100 ms.
       if (now - it->second.first_seen < options_.open_grace) {
-        it->second.next_attempt = now + absl::Milliseconds(100);
+        it->second.next_attempt =
+            now + (now - it->second.first_seen < kFastRetryPeriod
+                       ? options_.poll_interval
+                       : absl::Milliseconds(100));
+        next_pending_pass_ =
+            std::min(next_pending_pass_, it->second.next_attempt);
         continue;
       }
       RingsCorrupt().Add(1);

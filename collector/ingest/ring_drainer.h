@@ -5,7 +5,10 @@
 // Per ring file (= per profiled process):
 //   * opened when it appears (inotify + periodic rescan). A file whose header
 //     is not ready yet is retried; a file that is still invalid after
-//     `open_grace` is reported once (path and reason) and skipped;
+//     `open_grace` is reported once (path and reason) and skipped. Retries
+//     come at every poll for the first second (a file made ready through
+//     its mapping raises no inotify event, and its rings fill at once),
+//     then every 100 ms;
 //   * polled every `poll_interval`. Each batch carries a watermark on the
 //     process's own CLOCK_MONOTONIC: the time up to which every record has
 //     been read, minus `watermark_slack` (records are stamped shortly before
