@@ -43,6 +43,8 @@ std::atomic<uint64_t> g_range_end[kMaxModules];
 
 std::atomic<bool> g_locked{false};
 std::atomic<uint64_t> g_last_emit_ns{0};
+// Doubles at each periodic re-emission, up to kReemitIntervalNs.
+std::atomic<uint64_t> g_reemit_interval_ns{kFirstReemitIntervalNs};
 // Without _dl_find_object, an unknown frame triggers a rescan
 // (dl_iterate_phdr), at most once per kMinRescanIntervalNs. Under g_locked.
 constexpr uint64_t kMinRescanIntervalNs = 100'000'000;
@@ -324,15 +326,26 @@ void NoteStackModules(const uint64_t* frames, int frame_count) {
   }
 }
 
-void ResetModuleMapAfterFork() { Unlock(); }
+void ResetModuleMapAfterFork() {
+  Unlock();
+  // The child's file is new: its first seconds get the early copies too.
+  g_reemit_interval_ns.store(kFirstReemitIntervalNs, std::memory_order_relaxed);
+}
 
 void MaybeReemitModules(uint64_t now_ns) {
   uint64_t last = g_last_emit_ns.load(std::memory_order_relaxed);
-  if (now_ns < last || now_ns - last < kReemitIntervalNs) return;
+  const uint64_t interval =
+      g_reemit_interval_ns.load(std::memory_order_relaxed);
+  if (now_ns < last || now_ns - last < interval) return;
   // One thread wins the interval; the others go on sampling.
   if (!g_last_emit_ns.compare_exchange_strong(last, now_ns,
                                               std::memory_order_relaxed)) {
     return;
+  }
+  if (interval < kReemitIntervalNs) {
+    g_reemit_interval_ns.store(
+        interval * 2 < kReemitIntervalNs ? interval * 2 : kReemitIntervalNs,
+        std::memory_order_relaxed);
   }
   if (!TryLock()) return;
   DropUnloadedLocked();

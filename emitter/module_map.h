@@ -16,7 +16,10 @@
 //    in-memory ELF header. So an object is recorded before (or with) the
 //    first sample that needs it, whoever loaded it (dlopen, NSS, iconv...);
 //  - every kReemitIntervalNs the sampled path re-records the whole table for
-//    a collector that started late or lost records in a lapped ring, and
+//    a collector that started late or lost records in a lapped ring (sooner
+//    in a file's first seconds: after 100 ms, 200 ms, 400 ms ..., since a
+//    busy thread laps its ring in about 100 ms and a collector that lost
+//    the first copy would otherwise cut its first window unsymbolized), and
 //    first drops (ModuleUnmap) entries whose object _dl_find_object no
 //    longer reports at that address (dlclose).
 //  - on glibc < 2.35 (no _dl_find_object, see libc_features.h), both
@@ -42,6 +45,9 @@ inline constexpr uint32_t kMaxModulePathSize = 512;
 // never re-recorded.
 inline constexpr int kMaxModules = 512;
 inline constexpr uint64_t kReemitIntervalNs = 5'000'000'000;
+// The first re-emission comes this long after the file's first copy, and
+// each interval doubles up to kReemitIntervalNs.
+inline constexpr uint64_t kFirstReemitIntervalNs = 100'000'000;
 
 // At start (not inside malloc: dl_iterate_phdr takes the loader lock).
 void RecordLoadedModules();
@@ -62,8 +68,9 @@ void NoteStackModules(const uint64_t* frames, int frame_count);
 // lock at the fork; it does not exist here, so the lock is released.
 void ResetModuleMapAfterFork();
 
-// From the sampled path: every kReemitIntervalNs, drops unloaded objects
-// and re-records the table. Does nothing when another thread is at it.
+// From the sampled path: at growing intervals (kFirstReemitIntervalNs
+// doubling up to kReemitIntervalNs), drops unloaded objects and re-records
+// the table. Does nothing when another thread is at it.
 void MaybeReemitModules(uint64_t now_ns);
 
 }  // namespace emitter

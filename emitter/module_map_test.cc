@@ -44,6 +44,20 @@ std::string TheRingFile(const std::string& dir) {
   return found;
 }
 
+// ModuleMap records of the executable in the ring file so far.
+int ExecutableMapCopies(const std::string& dir) {
+  auto records = ringfile::testing::ReadAllRecords(TheRingFile(dir));
+  if (!records.ok()) return -1;
+  int copies = 0;
+  for (const auto& record : *records) {
+    const ringfile::RecordView view = record.view();
+    if (view.type != ringfile::RecordType::kModuleMap) continue;
+    auto map = ringfile::DecodeModuleMap(view);
+    if (map.ok() && std::string(map->path) == ExecutablePath()) ++copies;
+  }
+  return copies;
+}
+
 #ifdef RINGPROF_WITHOUT_DL_FIND_OBJECT
 // The start-up table forgets an object loaded before it was made once a
 // rescan no longer lists it, so its unmapped .eh_frame_hdr is never read.
@@ -91,7 +105,22 @@ TEST(ModuleMapTest, LoadedObjectsAreRecordedAndUnloadsNoticed) {
   NoteStackModules(frames, 1);
   ASSERT_EQ(dlclose(library), 0);
   // The next re-emission (normally at most every 5 s) notices the unload.
-  MaybeReemitModules(MonotonicNowNs() + 2 * kReemitIntervalNs);
+  const uint64_t reemitted_at = MonotonicNowNs() + 2 * kReemitIntervalNs;
+  MaybeReemitModules(reemitted_at);
+
+  // Early copies, for a collector that lost the first one: that was the
+  // first re-emission (100 ms after the file's copy), the next interval is
+  // 200 ms, then 400 ms.
+  const int copies = ExecutableMapCopies(dir);
+  EXPECT_GE(copies, 2);
+  MaybeReemitModules(reemitted_at + 150'000'000);
+  EXPECT_EQ(ExecutableMapCopies(dir), copies);
+  MaybeReemitModules(reemitted_at + 250'000'000);
+  EXPECT_EQ(ExecutableMapCopies(dir), copies + 1);
+  MaybeReemitModules(reemitted_at + 550'000'000);
+  EXPECT_EQ(ExecutableMapCopies(dir), copies + 1);
+  MaybeReemitModules(reemitted_at + 700'000'000);
+  EXPECT_EQ(ExecutableMapCopies(dir), copies + 2);
   EndSession(0);
 
   auto records = ringfile::testing::ReadAllRecords(TheRingFile(dir));
