@@ -15,7 +15,6 @@
 // lock-free registry so that Shutdown can delete every one of them.
 #include "emitter/cpu_timer.h"
 
-#include <dlfcn.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -30,6 +29,7 @@
 #include <cstring>
 
 #include "emitter/config.h"
+#include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
 #include "ringfile/format.h"
 
@@ -254,7 +254,7 @@ SigactionFn NextSigaction() {
   if (next == nullptr) {
     // RTLD_NEXT keeps whatever sits between us and libc (a sanitizer
     // runtime, another preload) in the chain.
-    next = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
+    next = reinterpret_cast<SigactionFn>(NextSymbol("sigaction"));
     if (next == nullptr) next = &__sigaction;
     g_next_sigaction.store(next, std::memory_order_release);
   }

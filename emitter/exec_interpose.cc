@@ -8,7 +8,6 @@
 // call these safely. When the CPU timer is not running each wrapper is a
 // plain forward.
 #include <alloca.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <atomic>
 
 #include "emitter/cpu_timer.h"
+#include "emitter/loaded_symbols.h"
 
 #define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -39,12 +39,18 @@ struct NextExec {
 NextExec g_next;
 
 __attribute__((constructor)) void ResolveNextExec() {
-  g_next.execve = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execve"));
-  g_next.execv = reinterpret_cast<ExecvFn>(dlsym(RTLD_NEXT, "execv"));
-  g_next.execvp = reinterpret_cast<ExecvFn>(dlsym(RTLD_NEXT, "execvp"));
-  g_next.execvpe = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execvpe"));
-  g_next.fexecve = reinterpret_cast<FexecveFn>(dlsym(RTLD_NEXT, "fexecve"));
-  g_next.execveat = reinterpret_cast<ExecveatFn>(dlsym(RTLD_NEXT, "execveat"));
+  SymbolRequest requests[] = {
+      {"execve", SymbolScope::kNext},  {"execv", SymbolScope::kNext},
+      {"execvp", SymbolScope::kNext},  {"execvpe", SymbolScope::kNext},
+      {"fexecve", SymbolScope::kNext}, {"execveat", SymbolScope::kNext},
+  };
+  LookUpSymbols(requests, sizeof(requests) / sizeof(requests[0]));
+  g_next.execve = reinterpret_cast<ExecveFn>(requests[0].address);
+  g_next.execv = reinterpret_cast<ExecvFn>(requests[1].address);
+  g_next.execvp = reinterpret_cast<ExecvFn>(requests[2].address);
+  g_next.execvpe = reinterpret_cast<ExecveFn>(requests[3].address);
+  g_next.fexecve = reinterpret_cast<FexecveFn>(requests[4].address);
+  g_next.execveat = reinterpret_cast<ExecveatFn>(requests[5].address);
 }
 
 // Runs `exec` with the calling thread's CPU timer out of the way; exec only

@@ -11,10 +11,11 @@
 //    translation unit adds no import. Never list a function the emitter
 //    itself defines (pthread_create, exec*, sigaction, pthread_sigmask, ...):
 //    .symver would rename the definition too.
-//  - The versions must exist on glibc 2.17 in libc.so.6, libdl.so.2 or
-//    libpthread.so.0 (before 2.34 dl* and most pthread_* live in the latter
-//    two; the library lists both as NEEDED). librt is not a dependency:
-//    timer_* are made with raw system calls.
+//  - The versions must exist on glibc 2.17 in libc.so.6. libdl.so.2 and
+//    libpthread.so.0 are not dependencies (a process has them only if it
+//    uses them itself): dl* and the pthread_* functions that lived there
+//    before 2.34 are looked up at run time (loaded_symbols.h); librt is not
+//    one either: timer_* are made with raw system calls.
 //  - Functions with no version <= 2.17 cannot be pinned: resolve them at run
 //    time and degrade when absent (libc_features.h: _dl_find_object,
 //    strerrorname_np), or avoid them (stat/fstat/lstat became functions only
@@ -24,42 +25,8 @@
 #ifndef RINGPROF_EMITTER_GLIBC_COMPAT_H_
 #define RINGPROF_EMITTER_GLIBC_COMPAT_H_
 
-#if defined(__x86_64__)
-
-#define RINGPROF_PIN_GLIBC(name, version) \
-  __asm__(".symver " #name "," #name "@" version)
-
-// libdl until 2.34.
-RINGPROF_PIN_GLIBC(dlsym, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(dlvsym, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(dlopen, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(dlclose, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(dlerror, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(dladdr, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(dladdr1, "GLIBC_2.3.3");
-RINGPROF_PIN_GLIBC(dlinfo, "GLIBC_2.3.3");
-
-// libpthread until 2.34 (pthread_getattr_np got a new version in 2.32;
-// pthread_sigmask too, but the emitter defines that one).
-RINGPROF_PIN_GLIBC(pthread_attr_getstack, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_detach, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_getattr_np, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_getname_np, "GLIBC_2.12");
-RINGPROF_PIN_GLIBC(pthread_getspecific, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_join, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_key_create, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_key_delete, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_kill, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_mutex_trylock, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_once, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_setspecific, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_sigqueue, "GLIBC_2.11");
-RINGPROF_PIN_GLIBC(pthread_spin_lock, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_spin_unlock, "GLIBC_2.2.5");
-RINGPROF_PIN_GLIBC(pthread_spin_trylock, "GLIBC_2.2.5");
-
-#undef RINGPROF_PIN_GLIBC
-
-#endif  // __x86_64__
+// Nothing the library calls needs a pin today (the dl* and pthread_* ones
+// that did are looked up at run time now). A pin is one line:
+//   __asm__(".symver name,name@GLIBC_2.x");
 
 #endif  // RINGPROF_EMITTER_GLIBC_COMPAT_H_

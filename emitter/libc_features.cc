@@ -10,6 +10,7 @@
 
 #include "emitter/cfi_unwinder.h"
 #include "emitter/config.h"
+#include "emitter/loaded_symbols.h"
 
 namespace ringprof {
 namespace emitter {
@@ -118,19 +119,50 @@ int FindStartupObject(const void* address, dl_find_object* result) {
 // constructor's CPUID probing alone costs a C program's start-up more than
 // everything else the emitter does; the CFI walker covers C code but for
 // the frames it gives up on (CFA expressions, stack realignment).
+//
+// Whether it is loaded is read from the loader's list of objects, not asked
+// with dlopen(RTLD_NOLOAD), which searches the library path and opens the
+// file before it finds out. Opening it (glibc < 2.35 only) goes through
+// dlopen where glibc has it in libc or libdl.so.2 is loaded, and through
+// glibc's private __libc_dlopen_mode otherwise (libringprof.so does not
+// load libdl.so.2 itself).
+constexpr char kLibgcc[] = "libgcc_s.so.1";
+
+bool LoadLibgcc() {
+  SymbolRequest requests[] = {
+      {"dlopen", SymbolScope::kFirst},
+      {"__libc_dlopen_mode", SymbolScope::kFirst, "GLIBC_PRIVATE"},
+  };
+  LookUpSymbols(requests, 2);
+  using DlopenFn = void* (*)(const char*, int);
+  if (requests[0].address != nullptr) {
+    return reinterpret_cast<DlopenFn>(requests[0].address)(
+               kLibgcc, RTLD_NOW | RTLD_LOCAL) != nullptr;
+  }
+  if (requests[1].address != nullptr) {
+    return reinterpret_cast<DlopenFn>(requests[1].address)(
+               kLibgcc, RTLD_NOW | RTLD_LOCAL) != nullptr;
+  }
+  return false;
+}
+
 void OpenLibgcc(bool only_if_loaded) {
-  void* handle =
-      dlopen("libgcc_s.so.1",
-             RTLD_NOW | RTLD_LOCAL | (only_if_loaded ? RTLD_NOLOAD : 0));
-  g_libgcc_looked_for = !only_if_loaded || handle != nullptr;
-  if (handle == nullptr) return;
+  const bool loaded =
+      ObjectLoaded(kLibgcc) || (!only_if_loaded && LoadLibgcc());
+  g_libgcc_looked_for = !only_if_loaded || loaded;
+  if (!loaded) return;
+  SymbolRequest requests[] = {
+      {"_Unwind_Backtrace", SymbolScope::kObjectNamed, nullptr, kLibgcc},
+      {"_Unwind_GetIP", SymbolScope::kObjectNamed, nullptr, kLibgcc},
+      {"_Unwind_GetCFA", SymbolScope::kObjectNamed, nullptr, kLibgcc},
+  };
+  LookUpSymbols(requests, 3);
   LibgccUnwinder found;
-  found.backtrace = reinterpret_cast<decltype(found.backtrace)>(
-      dlsym(handle, "_Unwind_Backtrace"));
-  found.get_ip =
-      reinterpret_cast<decltype(found.get_ip)>(dlsym(handle, "_Unwind_GetIP"));
-  found.get_cfa = reinterpret_cast<decltype(found.get_cfa)>(
-      dlsym(handle, "_Unwind_GetCFA"));
+  found.backtrace =
+      reinterpret_cast<decltype(found.backtrace)>(requests[0].address);
+  found.get_ip = reinterpret_cast<decltype(found.get_ip)>(requests[1].address);
+  found.get_cfa =
+      reinterpret_cast<decltype(found.get_cfa)>(requests[2].address);
   if (found.backtrace != nullptr && found.get_ip != nullptr &&
       found.get_cfa != nullptr) {
     // Warmed up here, outside any signal handler: libgcc initialises some
@@ -150,11 +182,15 @@ __attribute__((constructor(101))) void ResolveLibcFeatures() {
           [](const char* name) -> const char* { return getenv(name); })) {
     return;
   }
-  g_resolved_dl_find_object = reinterpret_cast<DlFindObjectFn>(
-      dlvsym(RTLD_DEFAULT, "_dl_find_object", "GLIBC_2.35"));
+  SymbolRequest requests[] = {
+      {"_dl_find_object", SymbolScope::kFirst, "GLIBC_2.35"},
+      {"strerrorname_np", SymbolScope::kFirst, "GLIBC_2.32"},
+  };
+  LookUpSymbols(requests, 2);
+  g_resolved_dl_find_object =
+      reinterpret_cast<DlFindObjectFn>(requests[0].address);
   g_dl_find_object = g_resolved_dl_find_object;
-  g_strerrorname_np = reinterpret_cast<StrerrorNameFn>(
-      dlvsym(RTLD_DEFAULT, "strerrorname_np", "GLIBC_2.32"));
+  g_strerrorname_np = reinterpret_cast<StrerrorNameFn>(requests[1].address);
   OpenLibgcc(/*only_if_loaded=*/g_dl_find_object != nullptr);
   if (g_dl_find_object == nullptr) RecordStartupObjects();
 }

@@ -9,7 +9,11 @@
 //  - Threads: the pthread_create wrapper runs a trampoline in the new thread
 //    that records its stack bounds (stack_capture.cc uses them), starts the
 //    CPU timer and sets a pthread key whose destructor records ThreadExit
-//    (it runs for return, pthread_exit and cancellation alike).
+//    (it runs for return, pthread_exit and cancellation alike). The key and
+//    the pthread functions it needs are set up by the first pthread_create:
+//    a process that never starts a thread pays nothing for them, and before
+//    glibc 2.34 they live in libpthread.so.0, which the library does not
+//    load (loaded_symbols.h) and only a threaded program has.
 //  - fork: a pthread_atfork child handler gives the child its own session
 //    (its file is created by its first record) and re-arms the CPU timer.
 //    Registered in the constructor, it runs before handlers the program
@@ -18,9 +22,9 @@
 //    execs. exec: the new image loads libringprof.so again through the
 //    inherited LD_PRELOAD and starts its own file (a new name, see
 //    runtime.cc).
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -29,6 +33,7 @@
 #include "emitter/config.h"
 #include "emitter/cpu_timer.h"
 #include "emitter/libc_features.h"
+#include "emitter/loaded_symbols.h"
 #include "emitter/next_allocator.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
@@ -47,18 +52,73 @@ using PthreadSetnameFn = int (*)(pthread_t, const char*);
 
 std::atomic<PthreadCreateFn> g_real_pthread_create{nullptr};
 std::atomic<PthreadSetnameFn> g_real_pthread_setname{nullptr};
-pthread_key_t g_thread_exit_key;
-std::atomic<bool> g_thread_hooks_ready{false};
 
 template <typename Fn>
 Fn ResolveNext(std::atomic<Fn>& slot, const char* name) {
   Fn fn = slot.load(std::memory_order_acquire);
   if (fn == nullptr) {
-    ReentryGuard guard;  // dlsym may allocate
-    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    ReentryGuard guard;  // nothing in the lookup is sampled
+    fn = reinterpret_cast<Fn>(NextSymbol(name));
     slot.store(fn, std::memory_order_release);
   }
   return fn;
+}
+
+// What the thread hooks use of libpthread (libc's since glibc 2.34).
+struct ThreadApi {
+  int (*key_create)(pthread_key_t*, void (*)(void*));
+  int (*setspecific)(pthread_key_t, const void*);
+  int (*getattr_np)(pthread_t, pthread_attr_t*);
+  int (*attr_getstack)(const pthread_attr_t*, void**, size_t*);
+};
+ThreadApi g_thread_api;
+pthread_key_t g_thread_exit_key;
+
+enum HooksState : int { kHooksUnset, kHooksSettingUp, kHooksReady, kHooksOff };
+std::atomic<int> g_thread_hooks{kHooksUnset};
+
+void OnThreadExit(void*);
+
+void SetUpThreadHooks() {
+  ReentryGuard guard;
+  SymbolRequest requests[] = {
+      {"pthread_key_create", SymbolScope::kFirst},
+      {"pthread_setspecific", SymbolScope::kFirst},
+      {"pthread_getattr_np", SymbolScope::kFirst},
+      {"pthread_attr_getstack", SymbolScope::kFirst},
+  };
+  LookUpSymbols(requests, 4);
+  ThreadApi& api = g_thread_api;
+  api.key_create =
+      reinterpret_cast<decltype(api.key_create)>(requests[0].address);
+  api.setspecific =
+      reinterpret_cast<decltype(api.setspecific)>(requests[1].address);
+  api.getattr_np =
+      reinterpret_cast<decltype(api.getattr_np)>(requests[2].address);
+  api.attr_getstack =
+      reinterpret_cast<decltype(api.attr_getstack)>(requests[3].address);
+  const bool ready = api.key_create != nullptr && api.setspecific != nullptr &&
+                     api.getattr_np != nullptr &&
+                     api.attr_getstack != nullptr &&
+                     api.key_create(&g_thread_exit_key, OnThreadExit) == 0;
+  g_thread_hooks.store(ready ? kHooksReady : kHooksOff,
+                       std::memory_order_release);
+}
+
+// Sets the hooks up on the first call (threads racing for it wait).
+bool ThreadHooksReady() {
+  int state = g_thread_hooks.load(std::memory_order_acquire);
+  if (state == kHooksUnset &&
+      g_thread_hooks.compare_exchange_strong(state, kHooksSettingUp,
+                                             std::memory_order_acq_rel)) {
+    SetUpThreadHooks();
+    state = g_thread_hooks.load(std::memory_order_acquire);
+  }
+  while (state == kHooksSettingUp) {
+    sched_yield();
+    state = g_thread_hooks.load(std::memory_order_acquire);
+  }
+  return state == kHooksReady;
 }
 
 void OnThreadExit(void*) {
@@ -69,10 +129,10 @@ void OnThreadExit(void*) {
 void RecordThreadStack() {
   ReentryGuard guard;  // pthread_getattr_np may allocate
   pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  if (g_thread_api.getattr_np(pthread_self(), &attr) != 0) return;
   void* low = nullptr;
   size_t size = 0;
-  if (pthread_attr_getstack(&attr, &low, &size) == 0) {
+  if (g_thread_api.attr_getstack(&attr, &low, &size) == 0) {
     tls_thread_state.stack_low = reinterpret_cast<uintptr_t>(low);
     tls_thread_state.stack_high = reinterpret_cast<uintptr_t>(low) + size;
   }
@@ -90,7 +150,7 @@ void* ThreadTrampoline(void* raw) {
   g_next.free(raw);
   if (Enabled()) {
     RecordThreadStack();
-    pthread_setspecific(g_thread_exit_key, &g_thread_exit_key);
+    g_thread_api.setspecific(g_thread_exit_key, &g_thread_exit_key);
     CpuTimerOnThreadStart(start.app_blocks_cpu_signal);
   }
   return start.routine(start.arg);
@@ -123,13 +183,8 @@ void WarnIfMallocShadowed() {
 __attribute__((constructor)) void StartEmitter() {
   NextReady();  // resolves the allocator table outside any malloc
   StartSession();
-  ResolveNext(g_real_pthread_create, "pthread_create");
-  ResolveNext(g_real_pthread_setname, "pthread_setname_np");
   if (!Enabled()) return;
   if (!TakeOverShadowedAllocator()) WarnIfMallocShadowed();
-  if (pthread_key_create(&g_thread_exit_key, OnThreadExit) == 0) {
-    g_thread_hooks_ready.store(true, std::memory_order_release);
-  }
   pthread_atfork(nullptr, nullptr, OnForkChild);
   on_exit(OnProcessExit, nullptr);
   CpuTimerInit();
@@ -151,7 +206,7 @@ RINGPROF_EXPORT int pthread_create(pthread_t* thread,
   const e::PthreadCreateFn real =
       e::ResolveNext(g_real_pthread_create, "pthread_create");
   if (real == nullptr) return EAGAIN;
-  if (!e::g_thread_hooks_ready.load(std::memory_order_acquire)) {
+  if (!e::Enabled() || !e::ThreadHooksReady()) {
     return real(thread, attr, routine, arg);
   }
   auto* start =

@@ -1,6 +1,5 @@
 #include "emitter/next_allocator.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <sched.h>
@@ -10,8 +9,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emitter/loaded_symbols.h"
+
 extern "C" {
-// glibc's own entry points: the last resort when dlsym finds nothing.
+// glibc's own entry points: the last resort when no next object defines
+// the name.
 void* __libc_malloc(size_t size);
 void __libc_free(void* ptr);
 void* __libc_calloc(size_t count, size_t size);
@@ -113,47 +115,111 @@ void* EmulatedPvalloc(size_t size) {
 }
 size_t NoUsableSize(void*) { return 0; }
 
-template <typename Fn>
-void Lookup(Fn* slot, const char* name, Fn fallback) {
-  void* symbol = dlsym(RTLD_NEXT, name);
-  *slot = symbol != nullptr ? reinterpret_cast<Fn>(symbol) : fallback;
-}
+// The C allocation API's entries, looked up in one pass (loaded_symbols.h).
+struct CEntry {
+  const char* name;
+  void** slot;
+  void* fallback;  // when the next objects lack the name
+};
 
-template <typename Fn>
-void LookupOptional(Fn* slot, const char* name) {
-  *slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-}
+#define RINGPROF_C_ENTRY(member, fallback)                    \
+  {                                                           \
+#member, reinterpret_cast < void**>(&g_next.member),      \
+        reinterpret_cast < void*>                             \
+            (static_cast <decltype(g_next.member)>(fallback)) \
+  }
+const CEntry kCEntries[] = {
+    RINGPROF_C_ENTRY(malloc, __libc_malloc),
+    RINGPROF_C_ENTRY(free, __libc_free),
+    RINGPROF_C_ENTRY(calloc, __libc_calloc),
+    RINGPROF_C_ENTRY(realloc, __libc_realloc),
+    RINGPROF_C_ENTRY(memalign, __libc_memalign),
+    // The emulations are built on the five above.
+    RINGPROF_C_ENTRY(posix_memalign, EmulatedPosixMemalign),
+    RINGPROF_C_ENTRY(aligned_alloc, EmulatedAlignedAlloc),
+    RINGPROF_C_ENTRY(valloc, EmulatedValloc),
+    RINGPROF_C_ENTRY(pvalloc, EmulatedPvalloc),
+    RINGPROF_C_ENTRY(malloc_usable_size, NoUsableSize),
+    RINGPROF_C_ENTRY(free_sized, EmulatedFreeSized),
+    RINGPROF_C_ENTRY(free_aligned_sized, EmulatedFreeAlignedSized),
+    RINGPROF_C_ENTRY(mallocx, EmulatedMallocx),
+    RINGPROF_C_ENTRY(rallocx, EmulatedRallocx),
+    RINGPROF_C_ENTRY(xallocx, EmulatedXallocx),
+    RINGPROF_C_ENTRY(sallocx, EmulatedSallocx),
+    RINGPROF_C_ENTRY(dallocx, EmulatedDallocx),
+    RINGPROF_C_ENTRY(sdallocx, EmulatedSdallocx),
+    RINGPROF_C_ENTRY(nallocx, EmulatedNallocx),
+};
+#undef RINGPROF_C_ENTRY
+constexpr int kCEntryCount = sizeof(kCEntries) / sizeof(kCEntries[0]);
 
-const void* ObjectOf(const void* address) {
-  Dl_info info;
-  if (address == nullptr || dladdr(address, &info) == 0) return nullptr;
-  return info.dli_fbase;
-}
+// operator new/delete (their mangled names) and their table slots.
+struct CxxEntry {
+  const char* name;
+  void** slot;
+};
+#define RINGPROF_CXX_ENTRY(name, member) \
+  { name, reinterpret_cast<void**>(&g_next.member) }
+const CxxEntry kCxxEntries[] = {
+    RINGPROF_CXX_ENTRY("_Znwm", new_),
+    RINGPROF_CXX_ENTRY("_Znam", new_array),
+    RINGPROF_CXX_ENTRY("_ZnwmRKSt9nothrow_t", new_nothrow),
+    RINGPROF_CXX_ENTRY("_ZnamRKSt9nothrow_t", new_array_nothrow),
+    RINGPROF_CXX_ENTRY("_ZnwmSt11align_val_t", new_aligned),
+    RINGPROF_CXX_ENTRY("_ZnamSt11align_val_t", new_array_aligned),
+    RINGPROF_CXX_ENTRY("_ZnwmSt11align_val_tRKSt9nothrow_t",
+                       new_aligned_nothrow),
+    RINGPROF_CXX_ENTRY("_ZnamSt11align_val_tRKSt9nothrow_t",
+                       new_array_aligned_nothrow),
+    RINGPROF_CXX_ENTRY("_ZdlPv", delete_),
+    RINGPROF_CXX_ENTRY("_ZdaPv", delete_array),
+    RINGPROF_CXX_ENTRY("_ZdlPvRKSt9nothrow_t", delete_nothrow),
+    RINGPROF_CXX_ENTRY("_ZdaPvRKSt9nothrow_t", delete_array_nothrow),
+    RINGPROF_CXX_ENTRY("_ZdlPvSt11align_val_t", delete_aligned),
+    RINGPROF_CXX_ENTRY("_ZdaPvSt11align_val_t", delete_array_aligned),
+    RINGPROF_CXX_ENTRY("_ZdlPvSt11align_val_tRKSt9nothrow_t",
+                       delete_aligned_nothrow),
+    RINGPROF_CXX_ENTRY("_ZdaPvSt11align_val_tRKSt9nothrow_t",
+                       delete_array_aligned_nothrow),
+    RINGPROF_CXX_ENTRY("_ZdlPvm", delete_sized),
+    RINGPROF_CXX_ENTRY("_ZdaPvm", delete_array_sized),
+    RINGPROF_CXX_ENTRY("_ZdlPvmSt11align_val_t", delete_sized_aligned),
+    RINGPROF_CXX_ENTRY("_ZdaPvmSt11align_val_t", delete_array_sized_aligned),
+};
+#undef RINGPROF_CXX_ENTRY
+constexpr int kCxxEntryCount = sizeof(kCxxEntries) / sizeof(kCxxEntries[0]);
+constexpr int kNewEntry = 0;  // _Znwm
+
+// The objects defining the next malloc and the next operator new:
+// ClassifyOperatorNew compares them.
+struct NextObjects {
+  const void* malloc_object;
+  const void* new_object;
+};
+NextObjects g_next_objects;
+
+void ClassifyOperatorNew();
 
 void ResolveAll() {
   // Nothing reads g_next before g_next_ready is set.
-  NextAllocator& n = g_next;
-  Lookup(&n.malloc, "malloc", __libc_malloc);
-  Lookup(&n.free, "free", __libc_free);
-  Lookup(&n.calloc, "calloc", __libc_calloc);
-  Lookup(&n.realloc, "realloc", __libc_realloc);
-  Lookup(&n.memalign, "memalign", __libc_memalign);
-  // The emulations are built on the five above.
-  Lookup(&n.posix_memalign, "posix_memalign", EmulatedPosixMemalign);
-  Lookup(&n.aligned_alloc, "aligned_alloc", EmulatedAlignedAlloc);
-  Lookup(&n.valloc, "valloc", EmulatedValloc);
-  Lookup(&n.pvalloc, "pvalloc", EmulatedPvalloc);
-  Lookup(&n.malloc_usable_size, "malloc_usable_size", NoUsableSize);
-  Lookup(&n.free_sized, "free_sized", EmulatedFreeSized);
-  Lookup(&n.free_aligned_sized, "free_aligned_sized", EmulatedFreeAlignedSized);
-  Lookup(&n.mallocx, "mallocx", EmulatedMallocx);
-  Lookup(&n.rallocx, "rallocx", EmulatedRallocx);
-  Lookup(&n.xallocx, "xallocx", EmulatedXallocx);
-  Lookup(&n.sallocx, "sallocx", EmulatedSallocx);
-  Lookup(&n.dallocx, "dallocx", EmulatedDallocx);
-  Lookup(&n.sdallocx, "sdallocx", EmulatedSdallocx);
-  Lookup(&n.nallocx, "nallocx", EmulatedNallocx);
-  ResolveNextOperatorNew();
+  SymbolRequest requests[kCEntryCount + kCxxEntryCount];
+  for (int i = 0; i < kCEntryCount; ++i) {
+    requests[i] = {kCEntries[i].name, SymbolScope::kNext};
+  }
+  for (int i = 0; i < kCxxEntryCount; ++i) {
+    requests[kCEntryCount + i] = {kCxxEntries[i].name, SymbolScope::kNext};
+  }
+  LookUpSymbols(requests, kCEntryCount + kCxxEntryCount);
+  for (int i = 0; i < kCEntryCount; ++i) {
+    *kCEntries[i].slot = requests[i].address != nullptr ? requests[i].address
+                                                        : kCEntries[i].fallback;
+  }
+  for (int i = 0; i < kCxxEntryCount; ++i) {
+    *kCxxEntries[i].slot = requests[kCEntryCount + i].address;
+  }
+  g_next_objects.malloc_object = requests[0].object_base;
+  g_next_objects.new_object = requests[kCEntryCount + kNewEntry].object_base;
+  ClassifyOperatorNew();
 }
 
 }  // namespace
@@ -170,7 +236,7 @@ bool ResolveNextAllocator() {
     g_next_ready.store(true, std::memory_order_release);
     return true;
   }
-  // Another thread resolves: its dlsym calls never wait for this thread.
+  // Another thread resolves: its lookups never wait for this thread.
   while (g_state.load(std::memory_order_acquire) != 2) sched_yield();
   return true;
 }
@@ -209,9 +275,9 @@ namespace {
 // use (new_interpose.cc), never here, inside the first allocation.
 void ClassifyOperatorNew() {
   NextAllocator& n = g_next;
-  const bool own =
-      n.new_ != nullptr && ObjectOf(reinterpret_cast<void*>(n.new_)) ==
-                               ObjectOf(reinterpret_cast<void*>(n.malloc));
+  const NextObjects& objects = g_next_objects;
+  const bool own = n.new_ != nullptr && objects.new_object != nullptr &&
+                   objects.new_object == objects.malloc_object;
   n.new_mode.store(own ? kNewUnknown : kNewViaMalloc,
                    std::memory_order_relaxed);
   n.aligned_new_mode.store(
@@ -222,53 +288,30 @@ void ClassifyOperatorNew() {
 }  // namespace
 
 void ResolveNextOperatorNew() {
-  NextAllocator& n = g_next;
-  LookupOptional(&n.new_, "_Znwm");
-  LookupOptional(&n.new_array, "_Znam");
-  LookupOptional(&n.new_nothrow, "_ZnwmRKSt9nothrow_t");
-  LookupOptional(&n.new_array_nothrow, "_ZnamRKSt9nothrow_t");
-  LookupOptional(&n.new_aligned, "_ZnwmSt11align_val_t");
-  LookupOptional(&n.new_array_aligned, "_ZnamSt11align_val_t");
-  LookupOptional(&n.new_aligned_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t");
-  LookupOptional(&n.new_array_aligned_nothrow,
-                 "_ZnamSt11align_val_tRKSt9nothrow_t");
-  LookupOptional(&n.delete_, "_ZdlPv");
-  LookupOptional(&n.delete_array, "_ZdaPv");
-  LookupOptional(&n.delete_nothrow, "_ZdlPvRKSt9nothrow_t");
-  LookupOptional(&n.delete_array_nothrow, "_ZdaPvRKSt9nothrow_t");
-  LookupOptional(&n.delete_aligned, "_ZdlPvSt11align_val_t");
-  LookupOptional(&n.delete_array_aligned, "_ZdaPvSt11align_val_t");
-  LookupOptional(&n.delete_aligned_nothrow,
-                 "_ZdlPvSt11align_val_tRKSt9nothrow_t");
-  LookupOptional(&n.delete_array_aligned_nothrow,
-                 "_ZdaPvSt11align_val_tRKSt9nothrow_t");
-  LookupOptional(&n.delete_sized, "_ZdlPvm");
-  LookupOptional(&n.delete_array_sized, "_ZdaPvm");
-  LookupOptional(&n.delete_sized_aligned, "_ZdlPvmSt11align_val_t");
-  LookupOptional(&n.delete_array_sized_aligned, "_ZdaPvmSt11align_val_t");
+  SymbolRequest requests[kCxxEntryCount];
+  for (int i = 0; i < kCxxEntryCount; ++i) {
+    requests[i] = {kCxxEntries[i].name, SymbolScope::kNext};
+  }
+  LookUpSymbols(requests, kCxxEntryCount);
+  for (int i = 0; i < kCxxEntryCount; ++i) {
+    *kCxxEntries[i].slot = requests[i].address;
+  }
+  g_next_objects.new_object = requests[kNewEntry].object_base;
   ClassifyOperatorNew();
-  // Names the next object lacks left an error behind: the program's own
-  // next dlerror() must not report it.
-  dlerror();
 }
 
 bool MallocShadowedBy(char* path, size_t path_size) {
-  void* first = dlsym(RTLD_DEFAULT, "malloc");
-  Dl_info info;
-  void* entry = nullptr;
-  if (first == nullptr || dladdr1(first, &info, &entry, RTLD_DL_SYMENT) == 0) {
+  SymbolRequest requests[] = {{"malloc", SymbolScope::kFirst},
+                              {"malloc", SymbolScope::kSelf}};
+  LookUpSymbols(requests, 2);
+  // (A non-PIE executable that takes malloc's address has a canonical PLT
+  // entry for it, which is no definition: it calls the emitter's malloc.)
+  if (requests[0].address == nullptr ||
+      requests[0].object_base == requests[1].object_base) {
     return false;
   }
-  const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
-  // A non-PIE executable that takes malloc's address has a canonical PLT
-  // entry (an undefined symbol with a value), which dlsym returns; it calls
-  // the emitter's malloc. Only a definition shadows the emitter.
-  if (symbol != nullptr && symbol->st_shndx == SHN_UNDEF) return false;
-  if (info.dli_fbase ==
-      ObjectOf(reinterpret_cast<const void*>(&MallocShadowedBy))) {
-    return false;
-  }
-  const char* name = info.dli_fname != nullptr ? info.dli_fname : "?";
+  const char* name = *requests[0].object_path != '\0' ? requests[0].object_path
+                                                      : "the program";
   const size_t n = strnlen(name, path_size - 1);
   memcpy(path, name, n);
   path[n] = '\0';
@@ -282,60 +325,18 @@ namespace ringprof {
 namespace emitter {
 namespace {
 
-// Every interposed entry point with its table slot.
-struct Entry {
-  const char* name;
-  void** slot;
-};
+// Every interposed entry point: the C ones, then operator new/delete.
+constexpr int kEntryCount = kCEntryCount + kCxxEntryCount;
 
-#define RINGPROF_ENTRY(name, member) \
-  { name, reinterpret_cast<void**>(&g_next.member) }
-const Entry kEntries[] = {
-    RINGPROF_ENTRY("malloc", malloc),
-    RINGPROF_ENTRY("free", free),
-    RINGPROF_ENTRY("calloc", calloc),
-    RINGPROF_ENTRY("realloc", realloc),
-    RINGPROF_ENTRY("memalign", memalign),
-    RINGPROF_ENTRY("posix_memalign", posix_memalign),
-    RINGPROF_ENTRY("aligned_alloc", aligned_alloc),
-    RINGPROF_ENTRY("valloc", valloc),
-    RINGPROF_ENTRY("pvalloc", pvalloc),
-    RINGPROF_ENTRY("malloc_usable_size", malloc_usable_size),
-    RINGPROF_ENTRY("free_sized", free_sized),
-    RINGPROF_ENTRY("free_aligned_sized", free_aligned_sized),
-    RINGPROF_ENTRY("mallocx", mallocx),
-    RINGPROF_ENTRY("rallocx", rallocx),
-    RINGPROF_ENTRY("xallocx", xallocx),
-    RINGPROF_ENTRY("sallocx", sallocx),
-    RINGPROF_ENTRY("dallocx", dallocx),
-    RINGPROF_ENTRY("sdallocx", sdallocx),
-    RINGPROF_ENTRY("nallocx", nallocx),
-    RINGPROF_ENTRY("_Znwm", new_),
-    RINGPROF_ENTRY("_Znam", new_array),
-    RINGPROF_ENTRY("_ZnwmRKSt9nothrow_t", new_nothrow),
-    RINGPROF_ENTRY("_ZnamRKSt9nothrow_t", new_array_nothrow),
-    RINGPROF_ENTRY("_ZnwmSt11align_val_t", new_aligned),
-    RINGPROF_ENTRY("_ZnamSt11align_val_t", new_array_aligned),
-    RINGPROF_ENTRY("_ZnwmSt11align_val_tRKSt9nothrow_t", new_aligned_nothrow),
-    RINGPROF_ENTRY("_ZnamSt11align_val_tRKSt9nothrow_t",
-                   new_array_aligned_nothrow),
-    RINGPROF_ENTRY("_ZdlPv", delete_),
-    RINGPROF_ENTRY("_ZdaPv", delete_array),
-    RINGPROF_ENTRY("_ZdlPvRKSt9nothrow_t", delete_nothrow),
-    RINGPROF_ENTRY("_ZdaPvRKSt9nothrow_t", delete_array_nothrow),
-    RINGPROF_ENTRY("_ZdlPvSt11align_val_t", delete_aligned),
-    RINGPROF_ENTRY("_ZdaPvSt11align_val_t", delete_array_aligned),
-    RINGPROF_ENTRY("_ZdlPvSt11align_val_tRKSt9nothrow_t",
-                   delete_aligned_nothrow),
-    RINGPROF_ENTRY("_ZdaPvSt11align_val_tRKSt9nothrow_t",
-                   delete_array_aligned_nothrow),
-    RINGPROF_ENTRY("_ZdlPvm", delete_sized),
-    RINGPROF_ENTRY("_ZdaPvm", delete_array_sized),
-    RINGPROF_ENTRY("_ZdlPvmSt11align_val_t", delete_sized_aligned),
-    RINGPROF_ENTRY("_ZdaPvmSt11align_val_t", delete_array_sized_aligned),
-};
-#undef RINGPROF_ENTRY
-constexpr int kEntryCount = sizeof(kEntries) / sizeof(kEntries[0]);
+const char* EntryName(int i) {
+  return i < kCEntryCount ? kCEntries[i].name
+                          : kCxxEntries[i - kCEntryCount].name;
+}
+
+void** EntrySlot(int i) {
+  return i < kCEntryCount ? kCEntries[i].slot
+                          : kCxxEntries[i - kCEntryCount].slot;
+}
 
 struct Takeover {
   const void* self_base;
@@ -355,7 +356,7 @@ bool IsShadowingObject(const Takeover& t, const void* base) {
 
 int EntryNamed(const Takeover& t, const char* name) {
   for (int i = 0; i < kEntryCount; ++i) {
-    if (t.ours[i] != nullptr && strcmp(kEntries[i].name, name) == 0) return i;
+    if (t.ours[i] != nullptr && strcmp(EntryName(i), name) == 0) return i;
   }
   return -1;
 }
@@ -454,37 +455,33 @@ int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
 
 bool TakeOverShadowedAllocator() {
 #if defined(__x86_64__)
-  Dl_info self;
-  if (dladdr(reinterpret_cast<const void*>(&TakeOverShadowedAllocator),
-             &self) == 0 ||
-      self.dli_fname == nullptr) {
-    return false;
-  }
-  void* handle = dlopen(self.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
-  if (handle == nullptr) return false;
-  Takeover t = {};
-  t.self_base = self.dli_fbase;
+  // Per entry: the first definition in lookup order, and the emitter's.
+  SymbolRequest requests[2 * kEntryCount];
   for (int i = 0; i < kEntryCount; ++i) {
-    void* first = dlsym(RTLD_DEFAULT, kEntries[i].name);
-    Dl_info info;
-    void* symbol = nullptr;
-    if (first == nullptr ||
-        dladdr1(first, &info, &symbol, RTLD_DL_SYMENT) == 0 ||
-        info.dli_fbase == self.dli_fbase ||
-        (symbol != nullptr &&
-         static_cast<const ElfW(Sym)*>(symbol)->st_shndx == SHN_UNDEF)) {
+    requests[2 * i] = {EntryName(i), SymbolScope::kFirst};
+    requests[2 * i + 1] = {EntryName(i), SymbolScope::kSelf};
+  }
+  LookUpSymbols(requests, 2 * kEntryCount);
+  Takeover t = {};
+  t.self_base = requests[1].object_base;
+  if (t.self_base == nullptr) return false;
+  for (int i = 0; i < kEntryCount; ++i) {
+    const SymbolRequest& first = requests[2 * i];
+    const SymbolRequest& ours = requests[2 * i + 1];
+    if (first.address == nullptr || ours.address == nullptr ||
+        first.object_base == t.self_base) {
       continue;  // the program reaches the emitter's own already
     }
-    void* ours = dlsym(handle, kEntries[i].name);
-    if (ours == nullptr) continue;
-    t.ours[i] = ours;
-    *kEntries[i].slot = first;  // forward to the shadowing definition
-    if (!IsShadowingObject(t, info.dli_fbase) && t.shadowing_count < 4) {
-      t.shadowing_bases[t.shadowing_count++] = info.dli_fbase;
+    t.ours[i] = ours.address;
+    *EntrySlot(i) = first.address;  // forward to the shadowing definition
+    if (i == 0) g_next_objects.malloc_object = first.object_base;
+    if (i == kCEntryCount + kNewEntry) {
+      g_next_objects.new_object = first.object_base;
+    }
+    if (!IsShadowingObject(t, first.object_base) && t.shadowing_count < 4) {
+      t.shadowing_bases[t.shadowing_count++] = first.object_base;
     }
   }
-  dlclose(handle);
-  dlerror();
   if (t.shadowing_count == 0) return false;
   ClassifyOperatorNew();
   dl_iterate_phdr(PatchObject, &t);

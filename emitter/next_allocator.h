@@ -1,23 +1,25 @@
 // The allocator the emitter forwards to: whichever definition of each entry
 // point comes next in the dynamic linker's lookup order after
-// libringprof.so (dlsym(RTLD_NEXT)) — glibc's, or jemalloc's / tcmalloc's
-// when the program links or preloads one of them after the emitter. Every
-// interposed entry point forwards to the definition the program would have
-// called without the emitter, so a pointer never crosses allocators.
+// libringprof.so (RTLD_NEXT, looked up by loaded_symbols.h) — glibc's, or
+// jemalloc's / tcmalloc's when the program links or preloads one of them after
+// the emitter. Every interposed entry point forwards to the definition the
+// program would have called without the emitter, so a pointer never crosses
+// allocators.
 //
 // Contract:
 //  - One table, resolved once, by the first interposed call of any thread
 //    (possibly before any constructor ran, possibly from inside the dynamic
 //    loader). Concurrent first calls wait for the resolving thread.
-//  - dlsym may itself call malloc/calloc/realloc/free: while the calling
-//    thread resolves, allocations are served from a small static arena
+//  - Resolving allocates nothing itself, but runs foreign code (the
+//    loader's dl_iterate_phdr, IFUNC resolvers): should that allocate while
+//    the calling thread resolves, it is served from a small static arena
 //    (BootstrapAllocate); its blocks are never returned, and every free-like
 //    entry point must drop them (InBootstrapArena) instead of forwarding.
 //  - Entry points the next allocator lacks (jemalloc's mallocx family on
 //    glibc, free_sized before glibc 2.38) are emulated on top of the next
 //    allocator's malloc/memalign/realloc/free/malloc_usable_size.
-//  - Everything here is allocation-free (outside dlsym), lock-free after
-//    resolution and async-signal-safe after resolution.
+//  - Everything here is allocation-free, lock-free after resolution and
+//    async-signal-safe after resolution.
 #ifndef RINGPROF_EMITTER_NEXT_ALLOCATOR_H_
 #define RINGPROF_EMITTER_NEXT_ALLOCATOR_H_
 

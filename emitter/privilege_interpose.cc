@@ -9,12 +9,12 @@
 // Each wrapper creates the pending ring (session.h) and forwards to the
 // next definition; with the emitter off, or the ring already there, it only
 // forwards. setgroups/initgroups are not wrapped: they keep the user.
-#include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
 
@@ -27,7 +27,7 @@ namespace {
 template <typename Fn>
 Fn Next(const char* name) {
   // Resolved per call: these run a handful of times per process.
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  return reinterpret_cast<Fn>(NextSymbol(name));
 }
 
 int Missing() {

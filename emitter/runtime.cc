@@ -410,11 +410,8 @@ void StartSession() {
   SampleClockInit();
   ConfigureSampler();
   RecordMainThreadStack();
-  // Runs the unwinder once outside malloc so anything it sets up lazily is
-  // ready before the first sample.
-  uint64_t frames[4];
-  bool truncated;
-  CaptureStack(frames, 4, 0, &truncated);
+  // (The unwinder needs no warm-up: the CFI walker sets nothing up, and
+  // libgcc's is warmed where it is opened, libc_features.cc.)
   // The file is created by the first sample (OpenPendingRing).
   g_ring_pending.store(true, std::memory_order_release);
   RecordLoadedModules();  // the table only: nothing is written yet

@@ -6,7 +6,6 @@
 //
 // Async-signal-safe where libc's originals are; no allocation (dlsym
 // results are cached after the first call).
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -15,6 +14,7 @@
 #include <atomic>
 
 #include "emitter/cpu_timer.h"
+#include "emitter/loaded_symbols.h"
 
 // ---------------------------------------------------------------------------
 // Interposed signal-disposition calls. While the sampler runs, the
@@ -47,7 +47,7 @@ template <typename Fn>
 Fn NextFunction(std::atomic<Fn>* cache, const char* name) {
   Fn next = cache->load(std::memory_order_acquire);
   if (next == nullptr) {
-    next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    next = reinterpret_cast<Fn>(ringprof::emitter::NextSymbol(name));
     cache->store(next, std::memory_order_release);
   }
   return next;

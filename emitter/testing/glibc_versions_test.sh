@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # libringprof.so must load on every glibc >= 2.17: it may import no symbol
-# version newer than GLIBC_2.17 and need no library beyond glibc's own
-# (libc, libdl, libpthread, libm, the dynamic loader), nor functions that
-# older glibc keeps in librt, libutil or libanl. Checks the built library,
-# and that the check rejects libraries that break these rules (this
-# machine's libstdc++, and a small library calling timer_create pinned to
-# librt's old version).
+# version newer than GLIBC_2.17 and need no library beyond libc and the
+# dynamic loader, nor functions that older glibc keeps elsewhere: in librt,
+# libutil or libanl, and in libdl or libpthread, which a process does not
+# have loaded unless it uses them itself (the emitter looks those up at run
+# time: emitter/loaded_symbols.h). Checks the built library, and that the
+# check rejects libraries that break these rules (this machine's libstdc++,
+# a small library calling timer_create pinned to librt's old version, and
+# one calling dlsym).
 #
 # Usage: glibc_versions_test.sh LIBRARY
 set -euo pipefail
 
 lib=${1:?libringprof.so}
 max_glibc=2.17
-allowed_needed="libc.so.6 libdl.so.2 libpthread.so.0 libm.so.6 ld-linux-x86-64.so.2"
+allowed_needed="libc.so.6 ld-linux-x86-64.so.2"
+# The pthread_* functions libc.so.6 has exported since glibc 2.2.5 (the rest
+# were libpthread's until 2.34).
+libc_pthread='^pthread_(attr_(destroy|init|[gs]et(detachstate|inheritsched|schedparam|schedpolicy|scope))|cond(attr)?_[a-z]+|equal|exit|[gs]etschedparam|mutex_(destroy|init|lock|unlock)|self|setcancel(state|type))@'
+
 
 # Prints one line per violation; returns 1 if there is any.
 violations() {
@@ -40,6 +46,14 @@ violations() {
     grep -E '^(timer_|mq_|shm_open|shm_unlink|aio_|lio_listio|openpty|forkpty|login_tty|getaddrinfo_a|gai_)|^clock_[a-z]+@\(GLIBC_2\.2\.5\)' || true)
   if [[ -n "${moved}" ]]; then
     echo "imports functions of librt/libutil/libanl on older glibc: $(echo ${moved})"
+    bad=1
+  fi
+  local libdl_libpthread
+  libdl_libpthread=$(objdump -T "${file}" | awk '$0 ~ /\*UND\*/ {print $NF "@" $(NF-1)}' |
+    grep -E '^(dl[a-z0-9_]*|pthread_[a-z0-9_]*|sem_[a-z]+)@' | grep -vE '^dl_iterate_phdr@' |
+    grep -vE "${libc_pthread}" || true)
+  if [[ -n "${libdl_libpthread}" ]]; then
+    echo "imports functions of libdl/libpthread on older glibc: $(echo ${libdl_libpthread})"
     bad=1
   fi
   while read -r needed; do
@@ -83,6 +97,21 @@ EOF
 gcc -shared -fPIC -o "${dir}/libt.so" "${dir}/t.c"
 echo "== control timer_create@GLIBC_2.3.3"
 if out=$(violations "${dir}/libt.so"); then
+  echo "FAIL: the check accepts it"
+  status=1
+else
+  echo "PASS: the check rejects it: ${out}"
+fi
+# The check itself: dlsym is libdl's before 2.34.
+cat >"${dir}/d.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+__asm__(".symver dlsym,dlsym@GLIBC_2.2.5");
+void* g(void) { return dlsym(RTLD_NEXT, "malloc"); }
+EOF
+gcc -shared -fPIC -o "${dir}/libd.so" "${dir}/d.c"
+echo "== control dlsym@GLIBC_2.2.5"
+if out=$(violations "${dir}/libd.so"); then
   echo "FAIL: the check accepts it"
   status=1
 else

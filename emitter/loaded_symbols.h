@@ -1,0 +1,69 @@
+// Symbol lookup in the objects the dynamic loader has loaded, read straight
+// from their dynamic symbol tables (GNU or SysV hash, symbol versions):
+// what dlsym(RTLD_NEXT / RTLD_DEFAULT, name) and dlvsym would answer, for
+// any number of names in one pass over the objects.
+//
+// Why not libdl: a process pays for every dlsym (the loader's lock, a
+// setjmp, and for each name no object defines a formatted error message),
+// and the emitter resolves some seventy names at start, most of which
+// (jemalloc's API, C++ operator new in a C program) nothing defines. And
+// before glibc 2.34 dlsym lives in libdl.so.2, which every process would
+// have to load just for the emitter; with this, libringprof.so needs only
+// libc (emitter/BUILD.bazel, glibc_versions_test).
+//
+// Semantics, as the loader's for the objects loaded at start:
+//  - objects are searched in the loader's order (dl_iterate_phdr's, the
+//    global search order of everything loaded at start); the first
+//    definition wins. An object dlopen'ed with RTLD_LOCAL is searched too
+//    (dlsym would not see it); the vDSO is not.
+//  - a definition is a symbol of an allocated section (not undefined, not
+//    a canonical PLT entry of the executable), global, weak or unique,
+//    not TLS; an STT_GNU_IFUNC is resolved by calling its resolver, as the
+//    loader does.
+//  - without a version, the default version (name@@V or unversioned) is
+//    taken, never a hidden one (name@V), as dlsym does; with one, exactly
+//    that version, as dlvsym.
+//
+// Contract: takes the loader's lock (dl_iterate_phdr): never from a signal
+// handler; fine in malloc (the lock is recursive, and nothing here
+// allocates). Thread-safe.
+#ifndef RINGPROF_EMITTER_LOADED_SYMBOLS_H_
+#define RINGPROF_EMITTER_LOADED_SYMBOLS_H_
+
+namespace ringprof {
+namespace emitter {
+
+enum class SymbolScope {
+  kNext,         // objects after the one holding this code (RTLD_NEXT)
+  kFirst,        // every object (RTLD_DEFAULT)
+  kSelf,         // only the object holding this code
+  kObjectNamed,  // only the object whose file name is `object_name`
+};
+
+struct SymbolRequest {
+  const char* name;
+  SymbolScope scope;
+  const char* version = nullptr;      // null: the default version
+  const char* object_name = nullptr;  // kObjectNamed: "libgcc_s.so.1"
+  // Results (all null when no object defines the name).
+  void* address = nullptr;
+  // The defining object's lowest mapped address (dladdr's dli_fbase) and
+  // its name as the loader knows it ("" for the main program).
+  const void* object_base = nullptr;
+  const char* object_path = nullptr;
+};
+
+// Resolves every request in one pass over the loaded objects.
+void LookUpSymbols(SymbolRequest* requests, int count);
+
+// dlsym(RTLD_NEXT, name) from libringprof.so: the address or null.
+void* NextSymbol(const char* name);
+
+// Whether an object with this file name (the last component of its path,
+// e.g. "libgcc_s.so.1") is loaded.
+bool ObjectLoaded(const char* file_name);
+
+}  // namespace emitter
+}  // namespace ringprof
+
+#endif  // RINGPROF_EMITTER_LOADED_SYMBOLS_H_

@@ -1,0 +1,101 @@
+// LookUpSymbols must answer what the dynamic loader answers: compared with
+// dlsym / dlvsym for the names libringprof.so looks up and for the corner
+// cases (IFUNCs, hidden versions, names nobody defines).
+#include "emitter/loaded_symbols.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace emitter {
+namespace {
+
+void* Look(const char* name, SymbolScope scope, const char* version = nullptr,
+           const char* object = nullptr) {
+  SymbolRequest request{name, scope, version, object};
+  LookUpSymbols(&request, 1);
+  return request.address;
+}
+
+TEST(LoadedSymbolsTest, NextMatchesDlsymNext) {
+  // The test binary holds this code, so kNext starts after it, as RTLD_NEXT
+  // from here does.
+  for (const char* name : {"malloc",
+                           "free",
+                           "calloc",
+                           "realloc",
+                           "memalign",
+                           "posix_memalign",
+                           "aligned_alloc",
+                           "malloc_usable_size",
+                           "execve",
+                           "execvpe",
+                           "sigaction",
+                           "signal",
+                           "setuid",
+                           "chroot",
+                           "pthread_create",
+                           "pthread_setname_np",
+                           "_Znwm",
+                           "_ZdlPv",
+                           "_ZnwmSt11align_val_t",
+                           "strlen" /* an IFUNC */,
+                           "memcpy" /* two versions */}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(Look(name, SymbolScope::kNext), dlsym(RTLD_NEXT, name));
+  }
+}
+
+TEST(LoadedSymbolsTest, FirstMatchesDlsymDefault) {
+  for (const char* name : {"malloc", "pthread_key_create", "dl_iterate_phdr",
+                           "strlen", "memcpy", "gtest_test_only_absent"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(Look(name, SymbolScope::kFirst), dlsym(RTLD_DEFAULT, name));
+  }
+}
+
+TEST(LoadedSymbolsTest, VersionsMatchDlvsym) {
+  // memcpy@GLIBC_2.2.5 is the hidden old version, memcpy@@GLIBC_2.14 the
+  // default; dlsym gives the default one.
+  void* old_memcpy = Look("memcpy", SymbolScope::kFirst, "GLIBC_2.2.5");
+  ASSERT_NE(old_memcpy, nullptr);
+  EXPECT_EQ(old_memcpy, dlvsym(RTLD_DEFAULT, "memcpy", "GLIBC_2.2.5"));
+  EXPECT_EQ(Look("memcpy", SymbolScope::kFirst, "GLIBC_2.14"),
+            dlvsym(RTLD_DEFAULT, "memcpy", "GLIBC_2.14"));
+  EXPECT_NE(old_memcpy, Look("memcpy", SymbolScope::kFirst));
+  EXPECT_EQ(Look("_dl_find_object", SymbolScope::kFirst, "GLIBC_2.35"),
+            dlvsym(RTLD_DEFAULT, "_dl_find_object", "GLIBC_2.35"));
+  EXPECT_EQ(Look("malloc", SymbolScope::kFirst, "GLIBC_9.99"), nullptr);
+}
+
+TEST(LoadedSymbolsTest, AbsentNamesAreNull) {
+  EXPECT_EQ(Look("mallocx", SymbolScope::kNext), nullptr);
+  EXPECT_EQ(Look("no_such_symbol_anywhere", SymbolScope::kFirst), nullptr);
+  EXPECT_EQ(NextSymbol("no_such_symbol_anywhere"), nullptr);
+}
+
+TEST(LoadedSymbolsTest, ObjectsAreReported) {
+  SymbolRequest requests[] = {
+      {"malloc", SymbolScope::kNext},
+      {"free", SymbolScope::kObjectNamed, nullptr, "libc.so.6"},
+      {"free", SymbolScope::kObjectNamed, nullptr, "libnot-loaded.so.1"},
+  };
+  LookUpSymbols(requests, 3);
+  ASSERT_NE(requests[0].address, nullptr);
+  Dl_info info;
+  ASSERT_NE(dladdr(requests[0].address, &info), 0);
+  EXPECT_EQ(requests[0].object_base, info.dli_fbase);
+  EXPECT_NE(strstr(requests[0].object_path, "libc.so.6"), nullptr);
+  EXPECT_EQ(requests[1].address, dlsym(RTLD_DEFAULT, "free"));
+  EXPECT_EQ(requests[2].address, nullptr);
+  EXPECT_EQ(requests[2].object_path, nullptr);
+  EXPECT_TRUE(ObjectLoaded("libc.so.6"));
+  EXPECT_FALSE(ObjectLoaded("libnot-loaded.so.1"));
+}
+
+}  // namespace
+}  // namespace emitter
+}  // namespace ringprof
