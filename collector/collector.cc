@@ -97,6 +97,7 @@ void Collector::Stop(absl::Time deadline) {
     process_deadline_ = now + left * 3 / 4;
   }
   stop_.store(true);
+  drainer_->Wake();
   drain_thread_.join();
   process_thread_.join();
 }
@@ -118,22 +119,29 @@ void Collector::DrainLoop() {
   drainer_->RunOnce(/*wait=*/false);  // files that appeared just now
   drainer_->DrainAllAndEnd(drain_deadline_);
   drain_done_.store(true);
+  queue_.Close();
+}
+
+void Collector::Wake() {
+  if (drainer_ != nullptr) drainer_->Wake();
 }
 
 void Collector::ProcessLoop() {
+  std::vector<DrainedBatch> batches;
   while (true) {
     // Read the flag first: once set, everything the drainer produced is
-    // already in the queue.
+    // already in the queue. The drainer closes the queue then, which ends
+    // the wait; the timeout only bounds a lost wake-up.
     const bool done = drain_done_.load();
-    std::vector<DrainedBatch> batches =
-        queue_.PopAll(std::chrono::milliseconds(50));
+    queue_.PopAll(std::chrono::milliseconds(1000), &batches);
     for (DrainedBatch& batch : batches) {
       if (batch.kind == DrainedBatch::Kind::kRecords && stop_.load() &&
           absl::Now() >= process_deadline_) {
         ShutdownDropped().Add(batch.records.size());
-        continue;
+      } else {
+        Handle(batch);
       }
-      Handle(batch);
+      queue_.Recycle(std::move(batch));
     }
     if (done && batches.empty()) break;
   }

@@ -1,7 +1,8 @@
 // Collector: the ring-file-to-profile pipeline on two threads.
 //
 //   drain thread       RingDrainer: discover ring files, copy records out
-//                      every poll_interval, detect process ends, retention
+//                      as often as they arrive, detect process ends,
+//                      retention
 //        │ BatchQueue (bounded by records)
 //        ▼
 //   processing thread  one ProcessProfiler per process: tick picking,
@@ -70,6 +71,10 @@ class Collector {
   // Idempotent. Returns after every process's last window was submitted,
   // or soon after `deadline` (see above).
   void Stop(absl::Time deadline = absl::InfiniteFuture());
+
+  // Polls every ring now rather than when it is due (e.g. the profiled
+  // command exited). Any thread.
+  void Wake();
 
   uint64_t rings_opened() const;
   uint64_t rings_ended() const;

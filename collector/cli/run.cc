@@ -188,6 +188,7 @@ int RunCommand(const std::vector<std::string>& command) {
   }
 
   const CommandFate fate = child->Wait();
+  collector.Wake();  // its rings end now: no need to wait for their next poll
   WaitForRingsToEnd(collector, options->drainer.ring_dir, own_ring_dir);
   const std::string described = fate.Describe();
   const int finished = Finish(collector, *sinks, /*print=*/true, &described);

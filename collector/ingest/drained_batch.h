@@ -6,7 +6,9 @@
 // bounded by a record count: Push never blocks, but `full()` tells the
 // drainer to stop polling for a moment; the rings then absorb the burst
 // and, if it lasts, overwrite their oldest records, which the reader counts
-// as lost. Memory stays bounded either way.
+// as lost. Memory stays bounded either way. Batches the consumer is done
+// with go back (Recycle) so that the producer reuses their buffers (Spare)
+// instead of allocating at every poll.
 #ifndef RINGPROF_COLLECTOR_DRAINED_BATCH_H_
 #define RINGPROF_COLLECTOR_DRAINED_BATCH_H_
 
@@ -72,6 +74,19 @@ struct DrainedBatch {
         r.payload_size);
     return v;
   }
+  // Empty again, keeping the buffers' capacity.
+  void Clear() {
+    kind = Kind::kRecords;
+    process = 0;
+    info.reset();
+    path.clear();
+    resumed.reset();
+    process_done = false;
+    records.clear();
+    arena.clear();
+    positions.clear();
+    watermark_ns = 0;
+  }
   void Append(const ringfile::RecordView& v) {
     const uint32_t offset = static_cast<uint32_t>(arena.size());
     arena.resize(arena.size() + (v.payload.size() + 7) / 8);
@@ -99,21 +114,54 @@ class BatchQueue {
     not_empty_.notify_one();
   }
 
-  // Waits up to `timeout` for batches; returns all queued ones.
-  std::vector<DrainedBatch> PopAll(std::chrono::milliseconds timeout) {
+  // Waits up to `timeout` for batches (or Close()); moves all queued ones
+  // to `out` (cleared first).
+  void PopAll(std::chrono::milliseconds timeout,
+              std::vector<DrainedBatch>* out) {
+    out->clear();
     std::unique_lock<std::mutex> lock(mu_);
-    not_empty_.wait_for(lock, timeout, [this] { return !batches_.empty(); });
-    std::vector<DrainedBatch> out(std::make_move_iterator(batches_.begin()),
-                                  std::make_move_iterator(batches_.end()));
+    not_empty_.wait_for(lock, timeout,
+                        [this] { return !batches_.empty() || closed_; });
+    out->reserve(batches_.size());
+    for (DrainedBatch& batch : batches_) out->push_back(std::move(batch));
     batches_.clear();
     queued_records_ = 0;
     queued_bytes_ = 0;
-    return out;
+  }
+
+  // No more Push: a waiting PopAll returns at once.
+  void Close() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+    }
+    not_empty_.notify_all();
   }
 
   bool full() const {
     std::lock_guard<std::mutex> lock(mu_);
     return queued_records_ >= max_records_ || queued_bytes_ >= max_bytes_;
+  }
+
+  // Takes back a batch the consumer is done with, for Spare(). Batches
+  // holding more than kMaxSpareBytes of buffers are freed instead.
+  void Recycle(DrainedBatch batch) {
+    const size_t bytes =
+        batch.records.capacity() * sizeof(DrainedBatch::Record) +
+        batch.arena.capacity() * sizeof(uint64_t);
+    if (bytes > kMaxSpareBytes) return;
+    batch.Clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (spares_.size() < kMaxSpares) spares_.push_back(std::move(batch));
+  }
+
+  // An empty batch, with the buffers of a recycled one when there is one.
+  DrainedBatch Spare() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (spares_.empty()) return DrainedBatch();
+    DrainedBatch batch = std::move(spares_.back());
+    spares_.pop_back();
+    return batch;
   }
 
  private:
@@ -123,9 +171,13 @@ class BatchQueue {
   const size_t max_bytes_;
   mutable std::mutex mu_;
   std::condition_variable not_empty_;
+  static constexpr size_t kMaxSpares = 16;
+  static constexpr size_t kMaxSpareBytes = 1 << 20;
   std::deque<DrainedBatch> batches_;  // guarded by mu_
+  std::vector<DrainedBatch> spares_;  // guarded by mu_
   size_t queued_records_ = 0;         // guarded by mu_
   size_t queued_bytes_ = 0;           // guarded by mu_
+  bool closed_ = false;               // guarded by mu_
 };
 
 }  // namespace collector

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ absl::StatusOr<std::unique_ptr<RingDirWatcher>> RingDirWatcher::Create(
     fd = -1;
   }
   watcher->inotify_fd_ = fd;  // -1: polling only
+  watcher->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   return watcher;
 }
 
@@ -41,20 +43,40 @@ RingDirWatcher::RingDirWatcher(std::string dir, absl::Duration rescan_interval)
 
 RingDirWatcher::~RingDirWatcher() {
   if (inotify_fd_ >= 0) ::close(inotify_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void RingDirWatcher::Wake() {
+  if (wake_fd_ < 0) return;
+  const uint64_t one = 1;
+  // Fails only when the counter is saturated: a wake-up is pending anyway.
+  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof(one));
 }
 
 std::vector<std::string> RingDirWatcher::Wait(absl::Duration timeout) {
   bool activity = false;
-  if (inotify_fd_ >= 0) {
-    pollfd pfd{inotify_fd_, POLLIN, 0};
-    const int ms = static_cast<int>(
-        std::max<int64_t>(0, absl::ToInt64Milliseconds(timeout)));
-    if (::poll(&pfd, 1, ms) > 0) {
-      alignas(inotify_event) char buffer[4096];
-      while (::read(inotify_fd_, buffer, sizeof(buffer)) > 0) activity = true;
+  pollfd pfds[2];
+  nfds_t count = 0;
+  if (inotify_fd_ >= 0) pfds[count++] = {inotify_fd_, POLLIN, 0};
+  if (wake_fd_ >= 0) pfds[count++] = {wake_fd_, POLLIN, 0};
+  // Rounded up: a wait shorter than asked would only spin.
+  const int ms = static_cast<int>(std::max<int64_t>(
+      0,
+      absl::ToInt64Milliseconds(absl::Ceil(timeout, absl::Milliseconds(1)))));
+  if (count == 0) {
+    if (ms > 0) absl::SleepFor(absl::Milliseconds(ms));
+  } else if (::poll(pfds, count, ms) > 0) {
+    for (nfds_t i = 0; i < count; ++i) {
+      if ((pfds[i].revents & POLLIN) == 0) continue;
+      if (pfds[i].fd == inotify_fd_) {
+        alignas(inotify_event) char buffer[4096];
+        while (::read(inotify_fd_, buffer, sizeof(buffer)) > 0) activity = true;
+      } else {
+        uint64_t wakes;
+        [[maybe_unused]] const ssize_t n =
+            ::read(wake_fd_, &wakes, sizeof(wakes));
+      }
     }
-  } else if (timeout > absl::ZeroDuration()) {
-    absl::SleepFor(timeout);
   }
   const absl::Time now = absl::Now();
   if (!activity && now < next_scan_) return {};

@@ -3,7 +3,8 @@
 // rescans the directory every `rescan_interval` as well, because inotify is
 // absent or incomplete on some file systems (gVisor's shared mounts, NFS).
 //
-// Thread-compatible: one thread (the drainer) owns it.
+// Thread-compatible: one thread (the drainer) owns it; Wake() may be called
+// from any thread.
 #ifndef RINGPROF_COLLECTOR_RING_DIR_WATCHER_H_
 #define RINGPROF_COLLECTOR_RING_DIR_WATCHER_H_
 
@@ -25,9 +26,12 @@ class RingDirWatcher {
   ~RingDirWatcher();
 
   // Waits up to `timeout` for directory activity (returns early on an
-  // inotify event), then returns the paths of ring files not returned
-  // before.
+  // inotify event or a Wake()), then returns the paths of ring files not
+  // returned before.
   std::vector<std::string> Wait(absl::Duration timeout);
+
+  // Ends the current Wait, or the next one, at once. Thread-safe.
+  void Wake();
 
   // Lists the directory now; returns ring files not returned before.
   std::vector<std::string> Rescan() { return Scan(); }
@@ -45,6 +49,7 @@ class RingDirWatcher {
   const std::string dir_;
   const absl::Duration rescan_interval_;
   int inotify_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd; -1 if none could be made (Wait then polls)
   absl::Time next_scan_ = absl::InfinitePast();
   absl::flat_hash_set<std::string> known_;
 };

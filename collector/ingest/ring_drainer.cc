@@ -77,6 +77,12 @@ Counter& StatesIgnored() {
       "their ring file; the ring was read afresh.");
   return c;
 }
+Counter& RingPolls() {
+  static Counter& c = Metrics::Get().GetCounter(
+      "ringprof_ring_polls_total",
+      "Polls of ring files (each as often as the ring's records arrive).");
+  return c;
+}
 Counter& RecordsRead() {
   static Counter& c = Metrics::Get().GetCounter(
       "ringprof_ring_records_read_total", "Records read from ring files.");
@@ -104,6 +110,16 @@ class BatchAppender : public ringfile::RecordVisitor {
 };
 
 }  // namespace
+
+absl::Duration PollDelay(uint64_t records, absl::Duration since,
+                         uint32_t slots_per_ring, absl::Duration min_interval) {
+  absl::Duration delay = RingDrainer::kMaxPollInterval;
+  if (records > 0 && since > absl::ZeroDuration()) {
+    const double quarter = std::max<double>(1, slots_per_ring / 4);
+    delay = std::min(delay, since * (quarter / static_cast<double>(records)));
+  }
+  return std::max(delay, min_interval);
+}
 
 Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks,
                       bool* verified) {
@@ -181,33 +197,59 @@ RingDrainer::RingDrainer(const DrainerOptions& options, BatchQueue* queue,
                          std::unique_ptr<RingDirWatcher> watcher)
     : options_(options), queue_(queue), watcher_(std::move(watcher)) {}
 
+absl::Duration RingDrainer::WaitBudget(absl::Time now) const {
+  // Back-pressure: look again soon whether the processing thread caught up.
+  if (queue_->full()) return options_.poll_interval;
+  absl::Time until = now + options_.rescan_interval;
+  if (!pending_.empty()) until = std::min(until, next_pending_pass_);
+  for (const auto& [id, ring] : rings_) {
+    if (ring.check_liveness_now) return absl::ZeroDuration();
+    until = std::min(until, ring.next_poll);
+  }
+  return std::max(absl::ZeroDuration(), until - now);
+}
+
+absl::Time RingDrainer::NextPoll(const Ring& ring, absl::Time now,
+                                 uint64_t records, PollResult result) const {
+  // Cut short by the poll budget: there is more right now.
+  if (result == PollResult::kMore) return now;
+  // Nothing for ten seconds: every second is enough (the watermark matters
+  // per window, and liveness is checked at polls).
+  if (now - ring.last_progress >= absl::Seconds(10)) {
+    return now + absl::Seconds(1);
+  }
+  return now + PollDelay(records, now - ring.last_poll,
+                         ring.info->slots_per_ring, options_.poll_interval);
+}
+
 void RingDrainer::RunOnce(bool wait) {
+  const absl::Duration budget = wait && !poll_all_.load()
+                                    ? WaitBudget(absl::Now())
+                                    : absl::ZeroDuration();
   const absl::Time now = absl::Now();
-  for (std::string& path :
-       watcher_->Wait(wait ? options_.poll_interval : absl::ZeroDuration())) {
+  for (std::string& path : watcher_->Wait(budget)) {
     pending_.emplace(std::move(path), Pending{now, now});
     next_pending_pass_ = now;
   }
-  if (now >= next_pending_pass_) TryOpenPending();
+  if (absl::Now() >= next_pending_pass_) TryOpenPending();
 
+  const bool poll_all = poll_all_.exchange(false);
   for (auto it = rings_.begin(); it != rings_.end();) {
     Ring& ring = it->second;
     // Back-pressure: leave records in the rings while the processing thread
     // catches up (they are lost only if the ring wraps meanwhile).
     if (queue_->full()) break;
     absl::Time t = absl::Now();
-    if (t < ring.next_poll && !ring.check_liveness_now) {
+    if (t < ring.next_poll && !ring.check_liveness_now && !poll_all) {
       ++it;
       continue;
     }
-    const PollResult result = PollRing(ring, /*max_polls=*/4);
+    uint64_t records = 0;
+    const PollResult result =
+        PollRing(ring, /*max_polls=*/4, absl::InfiniteFuture(), &records);
     t = absl::Now();
-    // Idle rings are polled less: every 100 ms after a second without a
-    // record, every second after ten (the watermark matters per window).
-    const absl::Duration idle = t - ring.last_progress;
-    ring.next_poll = idle >= absl::Seconds(10)  ? t + absl::Seconds(1)
-                     : idle >= absl::Seconds(1) ? t + absl::Milliseconds(100)
-                                                : t;
+    ring.next_poll = NextPoll(ring, t, records, result);
+    ring.last_poll = t;
     if (result == PollResult::kBroken) {
       EndRing(ring, /*delete_file=*/false);
       it = rings_.erase(it);
@@ -355,6 +397,7 @@ void RingDrainer::Open(const std::string& path,
   ring.info = std::make_shared<const ringfile::FileInfo>(ring.reader->info());
   ring.last_progress = now;
   ring.next_poll = now;
+  ring.last_poll = now;
   // Same clock domain unless the process's CLOCK_MONOTONIC, estimated
   // through the wall clock, is far from ours (e.g. another gVisor kernel).
   const int64_t ours = MonotonicNowNs();
@@ -411,8 +454,11 @@ uint64_t RingDrainer::ProcessNowNs(const Ring& ring) const {
 }
 
 RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls,
-                                              absl::Time deadline) {
-  DrainedBatch batch;
+                                              absl::Time deadline,
+                                              uint64_t* records) {
+  polls_.fetch_add(1, std::memory_order_relaxed);
+  RingPolls().Add(1);
+  DrainedBatch batch = queue_->Spare();
   batch.process = ring.id;
   BatchAppender appender(&batch);
   PollResult result = PollResult::kMore;
@@ -447,6 +493,10 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls,
   }
   RecordsRead().Add(ring.stats.delivered - before.delivered);
   RecordsLost().Add(ring.stats.lost - before.lost);
+  if (records != nullptr) {
+    *records = ring.stats.delivered - before.delivered +
+               (ring.stats.lost - before.lost);
+  }
   WriterDropped().Add(ring.stats.writer_dropped - before.writer_dropped);
   if (result == PollResult::kCaughtUp) {
     const uint64_t slack = absl::ToInt64Nanoseconds(options_.watermark_slack);
@@ -464,6 +514,8 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls,
        ring.watermark_ns >= ring.sent_watermark_ns + kMinWatermarkStepNs)) {
     ring.sent_watermark_ns = ring.watermark_ns;
     queue_->Push(std::move(batch));
+  } else {
+    queue_->Recycle(std::move(batch));
   }
   return result;
 }

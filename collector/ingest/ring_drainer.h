@@ -9,10 +9,14 @@
 //     come at every poll for the first second (a file made ready through
 //     its mapping raises no inotify event, and its rings fill at once),
 //     then every 100 ms;
-//   * polled every `poll_interval`. Each batch carries a watermark on the
-//     process's own CLOCK_MONOTONIC: the time up to which every record has
-//     been read, minus `watermark_slack` (records are stamped shortly before
-//     they are committed);
+//   * polled as often as its records arrive, so that the collector's cost
+//     follows what it receives: after each poll the next one is set for
+//     when, at the rate just seen, a quarter of one ring would be filled,
+//     but at least `poll_interval` and at most kMaxPollInterval (100 ms)
+//     later; at once again when a poll was cut short by its budget. Each
+//     batch carries a watermark on the process's own CLOCK_MONOTONIC: the
+//     time up to which every record has been read, minus `watermark_slack`
+//     (records are stamped shortly before they are committed);
 //   * ended when the reader reports the process-ended flag with every ring
 //     drained, or when the process is gone (no progress, and its pid is dead
 //     or reused - checked through /proc/<pid>/stat's start time, or
@@ -25,16 +29,18 @@
 //     namespace) is only ended by its end flag or by Stop();
 //   * at most max_open_rings files are open (each holds a descriptor and a
 //     mapping); the rest wait, files of processes seen alive first. A ring
-//     without a record for a second is polled every 100 ms, after ten
-//     seconds every second;
+//     without a record for ten seconds is polled every second;
 //   * a file that breaks while being read (truncated, corrupt) is reported,
 //     its process ended with what was read, and the file skipped;
 //   * retention: once a process has ended and its ring is drained, the ring
 //     file is deleted, unless keep_rings. Broken files and files of
 //     processes still alive at shutdown are left in place.
 //
-// Thread-compatible: one thread calls RunOnce/DrainAllAndEnd; the counters
-// read by other threads are atomic.
+// The drain thread sleeps until the earliest ring is due (or the directory
+// changes, or Wake()), never longer than `rescan_interval`.
+//
+// Thread-compatible: one thread calls RunOnce/DrainAllAndEnd; Wake() and
+// the counters may be used from any thread.
 #ifndef RINGPROF_COLLECTOR_RING_DRAINER_H_
 #define RINGPROF_COLLECTOR_RING_DRAINER_H_
 
@@ -78,14 +84,35 @@ enum class Liveness { kAlive, kGone, kUnknown };
 Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks,
                       bool* verified = nullptr);
 
+// How long after a poll that found `records` records (read or lost), `since`
+// after the previous poll, a ring of `slots_per_ring` slots per ring is
+// polled again: when a quarter of one ring would be full at that rate (a
+// process's records may all go to one of its rings), within
+// [min_interval, max(min_interval, RingDrainer::kMaxPollInterval)].
+absl::Duration PollDelay(uint64_t records, absl::Duration since,
+                         uint32_t slots_per_ring, absl::Duration min_interval);
+
 class RingDrainer {
  public:
   static absl::StatusOr<std::unique_ptr<RingDrainer>> Create(
       const DrainerOptions& options, BatchQueue* queue);
 
-  // One round: wait up to poll_interval for directory activity (when `wait`),
-  // open new files, poll every ring, end processes that ended.
+  // The longest interval between two polls of a ring that receives
+  // records.
+  static constexpr absl::Duration kMaxPollInterval = absl::Milliseconds(100);
+
+  // One round: when `wait`, sleep until a ring is due, the directory
+  // changes or Wake() is called; then open new files, poll every ring that
+  // is due, end processes that ended.
   void RunOnce(bool wait);
+
+  // Ends the current (or next) RunOnce wait early: every ring is polled
+  // now (e.g. the profiled command exited, or the collector stops).
+  // Thread-safe.
+  void Wake() {
+    poll_all_.store(true);
+    watcher_->Wake();
+  }
 
   // Shutdown: drains everything committed so far and ends every process;
   // past `deadline` it stops reading and ends the rest as they are (their
@@ -95,6 +122,8 @@ class RingDrainer {
   // Rings opened so far / ended so far (any thread).
   uint64_t rings_opened() const { return opened_.load(); }
   uint64_t rings_ended() const { return ended_.load(); }
+  // Polls of ring files so far (any thread).
+  uint64_t polls() const { return polls_.load(); }
   uint32_t max_open_rings() const { return options_.max_open_rings; }
 
  private:
@@ -108,6 +137,7 @@ class RingDrainer {
     bool writer_dead = false;
     bool check_liveness_now = false;
     absl::Time next_poll;
+    absl::Time last_poll;
     absl::Time last_progress;
     absl::Time next_liveness_check;
     uint64_t watermark_ns = 0;
@@ -129,9 +159,15 @@ class RingDrainer {
   // Liveness of a file's writer from its name (SERVICE.PID.START[.N].ring).
   Liveness NameLiveness(const std::string& path);
   // Polls one ring into a batch until caught up, `max_polls` polls, or
-  // `deadline`.
+  // `deadline`. `records`: how many records (read or lost) it found.
   PollResult PollRing(Ring& ring, int max_polls,
-                      absl::Time deadline = absl::InfiniteFuture());
+                      absl::Time deadline = absl::InfiniteFuture(),
+                      uint64_t* records = nullptr);
+  // When to poll `ring` next, after a poll at `now` that found `records`.
+  absl::Time NextPoll(const Ring& ring, absl::Time now, uint64_t records,
+                      PollResult result) const;
+  // How long RunOnce may sleep from `now`.
+  absl::Duration WaitBudget(absl::Time now) const;
   uint64_t ProcessNowNs(const Ring& ring) const;
   // `process_done`: the process ended and its ring is drained.
   void EndRing(Ring& ring, bool delete_file, bool process_done = false);
@@ -148,6 +184,8 @@ class RingDrainer {
   uint32_t next_id_ = 1;
   std::atomic<uint64_t> opened_{0};
   std::atomic<uint64_t> ended_{0};
+  std::atomic<uint64_t> polls_{0};
+  std::atomic<bool> poll_all_{false};  // set by Wake()
 };
 
 }  // namespace collector

@@ -13,7 +13,8 @@ constexpr size_t kMaxProfileBytes = 256u << 20;
 
 absl::Status WriteProfileFile(const std::string& path,
                               absl::string_view serialized_profile) {
-  return WriteFileAtomically(path, GzipCompress(serialized_profile));
+  return WriteFileAtomically(path,
+                             GzipCompress(serialized_profile, /*level=*/1));
 }
 
 absl::StatusOr<perftools::profiles::Profile> ReadProfileFile(

@@ -16,7 +16,9 @@
 namespace ringprof {
 namespace collector {
 
-// Gzips and writes a serialized profile atomically.
+// Gzips (at zlib level 1, as Go's runtime/pprof writes its profiles: a
+// third of level 6's CPU for files about 12 % larger) and writes a
+// serialized profile atomically.
 absl::Status WriteProfileFile(const std::string& path,
                               absl::string_view serialized_profile);
 absl::StatusOr<perftools::profiles::Profile> ReadProfileFile(

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -49,6 +50,15 @@ bool SameTypes(const ProfileSpec& a, const ProfileSpec& b) {
 }  // namespace
 
 absl::Status ProfileMerger::Add(const Profile& p, const std::string& series) {
+  return Add(p, series, nullptr);
+}
+
+absl::Status ProfileMerger::Add(Profile&& p, const std::string& series) {
+  return Add(p, series, &p);
+}
+
+absl::Status ProfileMerger::Add(const Profile& p, const std::string& series,
+                                Profile* movable) {
   const ProfileSpec spec = SpecOf(p);
   if (builder_ == nullptr) {
     spec_ = spec;
@@ -62,8 +72,7 @@ absl::Status ProfileMerger::Add(const Profile& p, const std::string& series) {
         "cannot merge profiles with different sample types");
   }
   // Checked before anything is added: a bad profile adds nothing.
-  PprofBuilder probe(spec_, limits_);
-  absl::Status valid = AddValues(p, /*snapshots=*/false, probe);
+  absl::Status valid = CheckIds(p);
   if (!valid.ok()) return valid;
 
   const int64_t end =
@@ -73,14 +82,47 @@ absl::Status ProfileMerger::Add(const Profile& p, const std::string& series) {
     spec_.time_nanos = spec.time_nanos;
   }
   end_nanos_ = end;
+  absl::Status added = AddValues(p, /*snapshots=*/false, *builder_);
   if (std::find(snapshot_.begin(), snapshot_.end(), true) != snapshot_.end()) {
     // Snapshot values: only the series' latest profile counts.
-    auto [it, inserted] = latest_.try_emplace(series, p);
-    if (!inserted && p.time_nanos() >= it->second.time_nanos()) {
-      it->second = p;
+    auto it = latest_.find(series);
+    if (it == latest_.end() || p.time_nanos() >= it->second.time_nanos()) {
+      Profile& latest = latest_[series];
+      if (movable != nullptr) {
+        latest = std::move(*movable);
+      } else {
+        latest = p;
+      }
     }
   }
-  return AddValues(p, /*snapshots=*/false, *builder_);
+  return added;
+}
+
+absl::Status ProfileMerger::CheckIds(const Profile& p) {
+  absl::flat_hash_set<uint64_t> mappings, functions, locations;
+  for (const auto& m : p.mapping()) mappings.insert(m.id());
+  for (const auto& f : p.function()) functions.insert(f.id());
+  for (const auto& l : p.location()) {
+    for (const auto& line : l.line()) {
+      if (!functions.contains(line.function_id())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("location ", l.id(), " names unknown function"));
+      }
+    }
+    if (l.mapping_id() != 0 && !mappings.contains(l.mapping_id())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("location ", l.id(), " names unknown mapping"));
+    }
+    locations.insert(l.id());
+  }
+  for (const auto& s : p.sample()) {
+    for (uint64_t id : s.location_id()) {
+      if (!locations.contains(id)) {
+        return absl::InvalidArgumentError("sample names unknown location");
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ProfileMerger::AddValues(const Profile& p, bool snapshots,
@@ -161,11 +203,16 @@ absl::Status ProfileMerger::AddValues(const Profile& p, bool snapshots,
 
 Profile ProfileMerger::Build() const {
   if (builder_ == nullptr) return Profile();
-  PprofBuilder merged = *builder_;
-  for (const auto& [series, latest] : latest_) {
-    AddValues(latest, /*snapshots=*/true, merged).IgnoreError();  // checked
+  Profile p;
+  if (latest_.empty()) {
+    p = builder_->Build();
+  } else {
+    PprofBuilder merged = *builder_;
+    for (const auto& [series, latest] : latest_) {
+      AddValues(latest, /*snapshots=*/true, merged).IgnoreError();  // checked
+    }
+    p = merged.Build();
   }
-  Profile p = merged.Build();
   p.set_time_nanos(spec_.time_nanos);
   p.set_duration_nanos(std::max<int64_t>(0, end_nanos_ - spec_.time_nanos));
   return p;

@@ -31,13 +31,25 @@ class ProfileMerger {
   // names the time series the profile belongs to (for snapshot values).
   absl::Status Add(const perftools::profiles::Profile& profile,
                    const std::string& series = "");
+  // The same, keeping `profile` (when it is its series' latest snapshot)
+  // without a copy.
+  absl::Status Add(perftools::profiles::Profile&& profile,
+                   const std::string& series = "");
 
   bool empty() const { return builder_ == nullptr; }
   // Covers [earliest time_nanos, latest time_nanos + duration_nanos).
   perftools::profiles::Profile Build() const;
 
  private:
-  // Adds the profile's columns that are (or are not) snapshots.
+  // `movable`: `profile` itself, when it may be moved from.
+  absl::Status Add(const perftools::profiles::Profile& profile,
+                   const std::string& series,
+                   perftools::profiles::Profile* movable);
+  // InvalidArgument when a location, line or sample names an id the profile
+  // does not define.
+  static absl::Status CheckIds(const perftools::profiles::Profile& profile);
+  // Adds the profile's columns that are (or are not) snapshots; `profile`
+  // passed CheckIds.
   absl::Status AddValues(const perftools::profiles::Profile& profile,
                          bool snapshots, PprofBuilder& builder) const;
 

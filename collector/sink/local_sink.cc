@@ -104,7 +104,8 @@ void LocalSink::Submit(WindowProfile profile) {
   if (parsed.ParseFromString(profile.pprof)) {
     // One series per process: its in-use snapshots are not summed.
     absl::Status merged = merged_[profile.name].Add(
-        parsed, absl::StrCat(profile.service_name, "/", profile.pid));
+        std::move(parsed),
+        absl::StrCat(profile.service_name, "/", profile.pid));
     if (!merged.ok()) LogWarning(merged.ToString());
   }
 }
