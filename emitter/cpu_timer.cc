@@ -775,9 +775,12 @@ void CpuTimerOnThreadExit() {
 
 void CpuTimerAfterForkChild() {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
-  // Timers are not inherited: the registry's ids mean nothing here.
+  // Timers are not inherited: the registry's ids mean nothing here. (Only
+  // taken slots are written: a fork child copies each page it writes.)
   ForEachUsedSlot([](int slot) {
-    g_registry[slot].store(kFree, std::memory_order_relaxed);
+    if (g_registry[slot].load(std::memory_order_relaxed) != kFree) {
+      g_registry[slot].store(kFree, std::memory_order_relaxed);
+    }
   });
   g_used_chunks.store(0, std::memory_order_relaxed);
   g_owner_pid = getpid();

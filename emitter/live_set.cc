@@ -366,9 +366,15 @@ void SweepLiveSetNow() {
 }
 
 void ResetLiveSetSweepAfterFork() {
-  g_sweeping = false;
-  g_next_step_ns.store(0, std::memory_order_relaxed);
-  g_sweep_lock.store(false, std::memory_order_relaxed);
+  // Stores only what differs: each page a fork child writes is copied, and
+  // most children only exec.
+  if (g_sweeping) g_sweeping = false;
+  if (g_next_step_ns.load(std::memory_order_relaxed) != 0) {
+    g_next_step_ns.store(0, std::memory_order_relaxed);
+  }
+  if (g_sweep_lock.load(std::memory_order_relaxed)) {
+    g_sweep_lock.store(false, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace emitter

@@ -327,9 +327,15 @@ void NoteStackModules(const uint64_t* frames, int frame_count) {
 }
 
 void ResetModuleMapAfterFork() {
-  Unlock();
+  // Stores only what differs: each page a fork child writes is copied, and
+  // most children only exec.
+  if (g_locked.load(std::memory_order_relaxed)) Unlock();
   // The child's file is new: its first seconds get the early copies too.
-  g_reemit_interval_ns.store(kFirstReemitIntervalNs, std::memory_order_relaxed);
+  if (g_reemit_interval_ns.load(std::memory_order_relaxed) !=
+      kFirstReemitIntervalNs) {
+    g_reemit_interval_ns.store(kFirstReemitIntervalNs,
+                               std::memory_order_relaxed);
+  }
 }
 
 void MaybeReemitModules(uint64_t now_ns) {

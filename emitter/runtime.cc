@@ -458,17 +458,29 @@ void RestartSessionInForkChild() {
   tls_thread_state.name_generation = 0;
   // The thread keeps its tags; the child's file needs their definitions.
   ForgetRecordedTagSets();
-  g_lost_samples.store(0, std::memory_order_relaxed);
-  g_lost_weight.store(0, std::memory_order_relaxed);
+  // Here and below, only what differs is stored: each page a fork child
+  // writes is copied, and most children only exec.
+  if (g_lost_samples.load(std::memory_order_relaxed) != 0) {
+    g_lost_samples.store(0, std::memory_order_relaxed);
+  }
+  if (g_lost_weight.load(std::memory_order_relaxed) != 0) {
+    g_lost_weight.store(0, std::memory_order_relaxed);
+  }
   // On in the parent: file open, pending, or being created by a thread
   // that does not exist here (so the child starts its own from scratch).
   const bool on = g_enabled.load(std::memory_order_acquire) ||
                   g_ring_pending.load(std::memory_order_relaxed) ||
                   g_ring_opening.load(std::memory_order_relaxed) > 0;
-  g_enabled.store(false, std::memory_order_release);
-  g_ring_opening.store(0, std::memory_order_relaxed);
+  if (g_enabled.load(std::memory_order_relaxed)) {
+    g_enabled.store(false, std::memory_order_release);
+  }
+  if (g_ring_opening.load(std::memory_order_relaxed) != 0) {
+    g_ring_opening.store(0, std::memory_order_relaxed);
+  }
   if (g_writer != nullptr) g_writer->Close();  // the child's mapping only
-  g_ring_pending.store(on, std::memory_order_release);
+  if (g_ring_pending.load(std::memory_order_relaxed) != on) {
+    g_ring_pending.store(on, std::memory_order_release);
+  }
 }
 
 }  // namespace emitter

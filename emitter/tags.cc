@@ -230,7 +230,10 @@ void ForgetRecordedTagSets() {
   if (last > kMaxTagSets) last = kMaxTagSets;
   for (uint32_t id = 1; id <= last; ++id) {
     for (std::atomic<uint32_t>& recorded : g_nodes[id].recorded) {
-      recorded.store(0, std::memory_order_relaxed);
+      // Only what differs: a fork child copies each page it writes.
+      if (recorded.load(std::memory_order_relaxed) != 0) {
+        recorded.store(0, std::memory_order_relaxed);
+      }
     }
   }
 }
