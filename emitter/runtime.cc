@@ -398,15 +398,18 @@ void FlushLostSamples() {
 
 void StartSession() {
   ReentryGuard guard;  // nothing below is sampled
-  ReadExecutablePath();
   // The default service name: the name the program was started as (a
   // symlink's, e.g. redis-server -> redis-check-rdb), else the executable's.
-  const char* name_source =
-      program_invocation_name != nullptr && *program_invocation_name != '\0'
-          ? program_invocation_name
-          : g_executable;
-  LoadConfig(LookupEnv, ReportToStderr, name_source, &g_config);
+  // (The executable's path is read only when needed: not with
+  // RINGPROF_DISABLE=1.)
+  const bool have_invocation_name =
+      program_invocation_name != nullptr && *program_invocation_name != '\0';
+  if (!have_invocation_name) ReadExecutablePath();
+  LoadConfig(LookupEnv, ReportToStderr,
+             have_invocation_name ? program_invocation_name : g_executable,
+             &g_config);
   if (g_config.disabled) return;
+  if (have_invocation_name) ReadExecutablePath();
   SampleClockInit();
   ConfigureSampler();
   RecordMainThreadStack();
