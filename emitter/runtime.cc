@@ -193,6 +193,9 @@ int CreateRingFile(RingWriter* writer) {
   options.executable = g_executable;
   options.pid = pid;
   options.process_start_ticks = start_ticks;
+  // Pre-faulted only where faults are expensive (gVisor): natively, a
+  // process pays for the pages it writes, not for the whole file up front.
+  options.populate = ClockReadIsSystemCall();
 
   // No signal handler runs during creation: posix_fallocate of a large ring
   // fails with EINTR when a signal arrives (in a fork child the CPU timer is

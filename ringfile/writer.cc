@@ -161,11 +161,11 @@ int MakeFile(const WriterOptions& options, uint64_t file_size,
   int err = posix_fallocate(fd, 0, static_cast<off_t>(file_size));
   void* base = MAP_FAILED;
   if (err == 0) {
-    // MAP_POPULATE: fault every page in now, so that no append (inside
-    // malloc, or in a signal handler) ever enters the kernel for a page
-    // fault; under gVisor a fault costs microseconds.
+    // MAP_POPULATE (WriterOptions::populate): fault every page in now, so
+    // that no append (inside malloc, or in a signal handler) ever enters the
+    // kernel for a page fault; under gVisor a fault costs microseconds.
     base = mmap(nullptr, file_size, PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_POPULATE, fd, 0);
+                MAP_SHARED | (options.populate ? MAP_POPULATE : 0), fd, 0);
     if (base == MAP_FAILED) err = errno;
   }
   if (err == 0) {
