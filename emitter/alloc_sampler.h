@@ -24,11 +24,19 @@ void SampleAllocation(void* address, size_t size);
 
 // The fast path, called *before* the real allocation so that the common
 // case is a tail call into glibc: true when the allocation of `size` bytes
-// must be passed to SampleAllocation once it succeeded. (Bytes of a failed
-// allocation are counted nonetheless; failures are rare enough not to
-// matter.)
+// must be passed to SampleAllocation once it succeeded, or to
+// SampledAllocationFailed if it failed.
 inline bool AllocationNeedsSample(size_t size) {
   return CountdownExpired(tls_thread_state.sampler, size);
+}
+
+// The allocation AllocationNeedsSample said to sample failed: its bytes are
+// given back, leaving the countdown as it was before. (Kept, they would be
+// a debt the next sample pays off one random gap at a time: after a failed
+// malloc(SIZE_MAX / 4), billions of draws.) A failed allocation that did not
+// expire the countdown stays counted: less than one sampling interval.
+inline void SampledAllocationFailed(size_t size) {
+  tls_thread_state.sampler.countdown += static_cast<int64_t>(size);
 }
 
 }  // namespace emitter

@@ -17,10 +17,59 @@
 #include <cstring>
 
 #include "emitter/alloc_sampler.h"
+#include "emitter/forward.h"
 #include "emitter/free_tracker.h"
 #include "emitter/next_allocator.h"
 
 #define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace ringprof {
+namespace emitter {
+
+// forward.h's out-of-line paths.
+
+void* MallocUnready(size_t size) {
+  if (!ResolveNextAllocator()) return BootstrapAllocate(size, 16);
+  return ForwardMalloc(size);
+}
+
+__attribute__((noinline)) void* MallocSampled(size_t size) {
+  void* ptr = g_next.malloc(size);
+  if (ptr != nullptr) {
+    SampleAllocation(ptr, size);
+  } else {
+    SampledAllocationFailed(size);
+  }
+  return ptr;
+}
+
+__attribute__((noinline)) void* AlignedAllocSampled(size_t alignment,
+                                                    size_t size) {
+  void* ptr = g_next.aligned_alloc(alignment, size);
+  if (ptr != nullptr) {
+    SampleAllocation(ptr, size);
+  } else {
+    SampledAllocationFailed(size);
+  }
+  return ptr;
+}
+
+void FreeUnready(void* ptr) {
+  // A bootstrap block is never returned; before the table is resolved
+  // nothing the next allocator made can exist yet.
+  if (InBootstrapArena(ptr) || !NextReady()) return;
+  ForwardFree(ptr);
+}
+
+// Reported first, so that its address cannot be reused and sampled again
+// before the free is recorded.
+__attribute__((noinline)) void FreeTracked(void* ptr) {
+  OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
+  g_next.free(ptr);
+}
+
+}  // namespace emitter
+}  // namespace ringprof
 
 namespace {
 
@@ -30,32 +79,38 @@ using ringprof::emitter::BeforeRealloc;
 using ringprof::emitter::BootstrapAllocate;
 using ringprof::emitter::BootstrapBlockSize;
 using ringprof::emitter::FreeNeedsTracking;
+using ringprof::emitter::FreeTracked;
 using ringprof::emitter::g_next;
 using ringprof::emitter::InBootstrapArena;
 using ringprof::emitter::NextReady;
-using ringprof::emitter::OnFreeOfPossiblySampled;
 using ringprof::emitter::PendingRealloc;
 using ringprof::emitter::SampleAllocation;
+using ringprof::emitter::SampledAllocationFailed;
 
-// The rare path of every entry point: allocate, then record on success.
-// Inlined, so that the entry point itself (malloc, calloc, ...) is the
-// innermost frame of the recorded stack; the compiler shrink-wraps the
-// entry point's frame into this branch.
+// The sampled path of the less common entry points: allocate, then record
+// on success. Out of line (see forward.h), called as a tail call.
 template <typename Allocate>
-__attribute__((always_inline)) inline void* AllocateAndSample(
-    size_t size, Allocate allocate) {
+__attribute__((noinline)) void* AllocateAndSample(size_t size,
+                                                  Allocate allocate) {
   void* ptr = allocate();
-  if (ptr != nullptr) SampleAllocation(ptr, size);
+  if (ptr != nullptr) {
+    SampleAllocation(ptr, size);
+  } else {
+    SampledAllocationFailed(size);
+  }
   return ptr;
 }
 
-// Before a block is freed: reported first, so that its address cannot be
-// reused and sampled again before the free is recorded. The test is one
-// byte load (free_tracker.h).
-__attribute__((always_inline)) inline void BeforeFree(void* ptr) {
+// The free side of the less common free-like entry points: true when the
+// caller must forward `ptr`, after reporting it if it may be a tracked
+// sample.
+__attribute__((always_inline)) inline bool PrepareFree(void* ptr) {
+  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return false;
   if (FreeNeedsTracking(ptr)) {
-    OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
+    ringprof::emitter::OnFreeOfPossiblySampled(
+        reinterpret_cast<uintptr_t>(ptr));
   }
+  return true;
 }
 
 // A resize that may move or free a sampled block (realloc, rallocx): the
@@ -69,6 +124,18 @@ __attribute__((noinline)) void* ResizeSampled(void* ptr, bool frees,
   void* result = resize();
   AfterRealloc(pending, result != nullptr || frees);
   return result;
+}
+
+__attribute__((noinline)) int PosixMemalignSampled(void** result,
+                                                   size_t alignment,
+                                                   size_t size) {
+  const int error = g_next.posix_memalign(result, alignment, size);
+  if (error == 0 && *result != nullptr) {
+    SampleAllocation(*result, size);
+  } else {
+    SampledAllocationFailed(size);
+  }
+  return error;
 }
 
 // realloc of a bootstrap block: a fresh block from `allocate`, the old
@@ -88,18 +155,10 @@ void* MoveOutOfArena(void* ptr, size_t size, Allocate allocate) {
 // Each entry point: the countdown first, so that the common case ends in a
 // tail call to the next allocator (no frame, no work after the call).
 RINGPROF_EXPORT void* malloc(size_t size) {
-  if (__builtin_expect(!NextReady(), 0)) return BootstrapAllocate(size, 16);
-  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return g_next.malloc(size);
-  }
-  return AllocateAndSample(size, [size] { return g_next.malloc(size); });
+  return ringprof::emitter::ForwardMalloc(size);
 }
 
-RINGPROF_EXPORT void free(void* ptr) {
-  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
-  BeforeFree(ptr);
-  g_next.free(ptr);
-}
+RINGPROF_EXPORT void free(void* ptr) { ringprof::emitter::ForwardFree(ptr); }
 
 RINGPROF_EXPORT void* calloc(size_t count, size_t size) {
   size_t bytes;
@@ -157,24 +216,17 @@ RINGPROF_EXPORT int posix_memalign(void** result, size_t alignment,
     *result = ptr;
     return 0;
   }
-  const bool sample = AllocationNeedsSample(size);
-  const int error = g_next.posix_memalign(result, alignment, size);
-  if (__builtin_expect(sample, 0) && error == 0 && *result != nullptr) {
-    SampleAllocation(*result, size);
+  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return g_next.posix_memalign(result, alignment, size);
   }
-  return error;
+  return PosixMemalignSampled(result, alignment, size);
 }
 
 RINGPROF_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
   if (__builtin_expect(!NextReady(), 0)) {
     return BootstrapAllocate(size, alignment);
   }
-  if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return g_next.aligned_alloc(alignment, size);
-  }
-  return AllocateAndSample(size, [alignment, size] {
-    return g_next.aligned_alloc(alignment, size);
-  });
+  return ringprof::emitter::ForwardAlignedAllocReady(alignment, size);
 }
 
 RINGPROF_EXPORT void* memalign(size_t alignment, size_t size) {
@@ -214,16 +266,12 @@ RINGPROF_EXPORT size_t malloc_usable_size(void* ptr) {
 
 // C23's sized frees.
 RINGPROF_EXPORT void free_sized(void* ptr, size_t size) {
-  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
-  BeforeFree(ptr);
-  g_next.free_sized(ptr, size);
+  if (PrepareFree(ptr)) g_next.free_sized(ptr, size);
 }
 
 RINGPROF_EXPORT void free_aligned_sized(void* ptr, size_t alignment,
                                         size_t size) {
-  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
-  BeforeFree(ptr);
-  g_next.free_aligned_sized(ptr, alignment, size);
+  if (PrepareFree(ptr)) g_next.free_aligned_sized(ptr, alignment, size);
 }
 
 // jemalloc's extension API (forwarded to jemalloc when it is the next
@@ -274,15 +322,11 @@ RINGPROF_EXPORT size_t sallocx(const void* ptr, int flags) {
 }
 
 RINGPROF_EXPORT void dallocx(void* ptr, int flags) {
-  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
-  BeforeFree(ptr);
-  g_next.dallocx(ptr, flags);
+  if (PrepareFree(ptr)) g_next.dallocx(ptr, flags);
 }
 
 RINGPROF_EXPORT void sdallocx(void* ptr, size_t size, int flags) {
-  if (__builtin_expect(InBootstrapArena(ptr), 0) || !NextReady()) return;
-  BeforeFree(ptr);
-  g_next.sdallocx(ptr, size, flags);
+  if (PrepareFree(ptr)) g_next.sdallocx(ptr, size, flags);
 }
 
 RINGPROF_EXPORT size_t nallocx(size_t size, int flags) {

@@ -8,6 +8,14 @@
 // Deletes are forwarded likewise; where new allocates on its own they
 // report the free first (free_tracker.h).
 //
+// The C++ runtime's own (libstdc++, libc++; kNewRuntime) are not called at
+// all in the common case: their new is malloc in a new-handler loop and
+// their delete is free, so the wrappers do that themselves (forward.h) and
+// call the runtime's new only when the allocation failed, for its
+// new-handler loop and bad_alloc. (libstdc++'s new[] calls new through its
+// PLT, which calls malloc through its PLT: three trips through the
+// interposer, and as many for delete[], for what is one malloc or free.)
+//
 // Definitions at the ABI level (std::nothrow_t& is a pointer,
 // std::align_val_t a size_t), so that no libstdc++ header or runtime is
 // needed; the exported names are the Itanium-mangled ones (libringprof.map).
@@ -18,6 +26,7 @@
 #include <cstdlib>
 
 #include "emitter/alloc_sampler.h"
+#include "emitter/forward.h"
 #include "emitter/free_tracker.h"
 #include "emitter/next_allocator.h"
 #include "emitter/thread_state.h"
@@ -27,15 +36,20 @@
 namespace {
 
 using ringprof::emitter::AllocationNeedsSample;
+using ringprof::emitter::ForwardAlignedAllocReady;
+using ringprof::emitter::ForwardFree;
+using ringprof::emitter::ForwardMalloc;
 using ringprof::emitter::FreeNeedsTracking;
 using ringprof::emitter::g_next;
 using ringprof::emitter::kNewOwn;
+using ringprof::emitter::kNewRuntime;
 using ringprof::emitter::kNewViaMalloc;
 using ringprof::emitter::NextAllocator;
 using ringprof::emitter::NextReady;
 using ringprof::emitter::OnFreeOfPossiblySampled;
 using ringprof::emitter::ResolveNextOperatorNew;
 using ringprof::emitter::SampleAllocation;
+using ringprof::emitter::SampledAllocationFailed;
 using ringprof::emitter::SamplerState;
 using ringprof::emitter::tls_thread_state;
 
@@ -94,18 +108,49 @@ __attribute__((always_inline)) inline void* NewAndSample(bool aligned,
       __builtin_expect(!AllocationNeedsSample(size), 1)) {
     return allocate();
   }
+  // (If it throws, the sampler clamps the bytes it did not get back.)
   void* ptr = allocate();
-  if (ptr != nullptr) SampleAllocation(ptr, size);
+  if (ptr != nullptr) {
+    SampleAllocation(ptr, size);
+  } else {
+    SampledAllocationFailed(size);
+  }
   return ptr;
 }
 
 __attribute__((always_inline)) inline void BeforeDelete(bool aligned,
                                                         void* ptr) {
-  if ((aligned ? g_next.aligned_new_mode : g_next.new_mode)
-              .load(std::memory_order_relaxed) != kNewViaMalloc &&
-      FreeNeedsTracking(ptr)) {
+  const int mode = (aligned ? g_next.aligned_new_mode : g_next.new_mode)
+                       .load(std::memory_order_relaxed);
+  if (mode != kNewViaMalloc && mode != kNewRuntime && FreeNeedsTracking(ptr)) {
     OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
   }
+}
+
+__attribute__((always_inline)) inline bool RuntimeMode(bool aligned) {
+  return __builtin_expect(
+      (aligned ? g_next.aligned_new_mode : g_next.new_mode)
+              .load(std::memory_order_relaxed) == kNewRuntime,
+      1);
+}
+
+// What the runtime's new does, without its new-handler loop: null when the
+// allocation failed (the caller then calls the runtime's new).
+__attribute__((always_inline)) inline void* RuntimeNew(size_t size) {
+  return ForwardMalloc(size == 0 ? 1 : size);
+}
+__attribute__((always_inline)) inline void* RuntimeAlignedNew(
+    size_t size, size_t alignment) {
+  // libstdc++ rounds the size up to a multiple of the alignment for
+  // aligned_alloc; anything unusual is left to the runtime itself.
+  if (__builtin_expect((alignment & (alignment - 1)) != 0 || alignment == 0 ||
+                           size > SIZE_MAX - alignment,
+                       0)) {
+    return nullptr;
+  }
+  const size_t bytes =
+      size == 0 ? alignment : (size + alignment - 1) & ~(alignment - 1);
+  return ForwardAlignedAllocReady(alignment, bytes);
 }
 
 // No object defines operator new (none is loaded that calls it, so this is
@@ -123,29 +168,60 @@ void* AlignedOrAbort(size_t size, size_t alignment) {
 
 }  // namespace
 
+// Each new: the runtime's path inline, the rest out of line (the first
+// call, another allocator's new, a failed allocation).
 #define RINGPROF_NEW(name, member)                                         \
-  RINGPROF_EXPORT void* name(size_t size) {                                \
+  namespace {                                                              \
+  __attribute__((noinline)) void* name##_next(size_t size) {               \
     auto next = Next(&NextAllocator::member);                              \
     if (next == nullptr) return MallocOrAbort(size);                       \
     return NewAndSample(false, size, [next, size] { return next(size); }); \
+  }                                                                        \
+  }                                                                        \
+  RINGPROF_EXPORT void* name(size_t size) {                                \
+    if (RuntimeMode(false)) {                                              \
+      void* ptr = RuntimeNew(size);                                        \
+      if (__builtin_expect(ptr != nullptr, 1)) return ptr;                 \
+    }                                                                      \
+    return name##_next(size);                                              \
   }
-#define RINGPROF_NEW_NOTHROW(name, member)                              \
-  RINGPROF_EXPORT void* name(size_t size, const void* tag) {            \
-    auto next = Next(&NextAllocator::member);                           \
-    if (next == nullptr) return g_next.malloc(size == 0 ? 1 : size);    \
-    return NewAndSample(false, size,                                    \
-                        [next, size, tag] { return next(size, tag); }); \
+#define RINGPROF_NEW_NOTHROW(name, member)                                    \
+  namespace {                                                                 \
+  __attribute__((noinline)) void* name##_next(size_t size, const void* tag) { \
+    auto next = Next(&NextAllocator::member);                                 \
+    if (next == nullptr) return g_next.malloc(size == 0 ? 1 : size);          \
+    return NewAndSample(false, size,                                          \
+                        [next, size, tag] { return next(size, tag); });       \
+  }                                                                           \
+  }                                                                           \
+  RINGPROF_EXPORT void* name(size_t size, const void* tag) {                  \
+    if (RuntimeMode(false)) {                                                 \
+      void* ptr = RuntimeNew(size);                                           \
+      if (__builtin_expect(ptr != nullptr, 1)) return ptr;                    \
+    }                                                                         \
+    return name##_next(size, tag);                                            \
   }
-#define RINGPROF_NEW_ALIGNED(name, member)                       \
-  RINGPROF_EXPORT void* name(size_t size, size_t alignment) {    \
-    auto next = Next(&NextAllocator::member);                    \
-    if (next == nullptr) return AlignedOrAbort(size, alignment); \
-    return NewAndSample(true, size, [next, size, alignment] {    \
-      return next(size, alignment);                              \
-    });                                                          \
+#define RINGPROF_NEW_ALIGNED(name, member)                                     \
+  namespace {                                                                  \
+  __attribute__((noinline)) void* name##_next(size_t size, size_t alignment) { \
+    auto next = Next(&NextAllocator::member);                                  \
+    if (next == nullptr) return AlignedOrAbort(size, alignment);               \
+    return NewAndSample(true, size, [next, size, alignment] {                  \
+      return next(size, alignment);                                            \
+    });                                                                        \
+  }                                                                            \
+  }                                                                            \
+  RINGPROF_EXPORT void* name(size_t size, size_t alignment) {                  \
+    if (RuntimeMode(true)) {                                                   \
+      void* ptr = RuntimeAlignedNew(size, alignment);                          \
+      if (__builtin_expect(ptr != nullptr, 1)) return ptr;                     \
+    }                                                                          \
+    return name##_next(size, alignment);                                       \
   }
 #define RINGPROF_NEW_ALIGNED_NOTHROW(name, member)                             \
-  RINGPROF_EXPORT void* name(size_t size, size_t alignment, const void* tag) { \
+  namespace {                                                                  \
+  __attribute__((noinline)) void* name##_next(size_t size, size_t alignment,   \
+                                              const void* tag) {               \
     auto next = Next(&NextAllocator::member);                                  \
     if (next == nullptr) {                                                     \
       return g_next.memalign(alignment, size == 0 ? 1 : size);                 \
@@ -153,6 +229,14 @@ void* AlignedOrAbort(size_t size, size_t alignment) {
     return NewAndSample(true, size, [next, size, alignment, tag] {             \
       return next(size, alignment, tag);                                       \
     });                                                                        \
+  }                                                                            \
+  }                                                                            \
+  RINGPROF_EXPORT void* name(size_t size, size_t alignment, const void* tag) { \
+    if (RuntimeMode(true)) {                                                   \
+      void* ptr = RuntimeAlignedNew(size, alignment);                          \
+      if (__builtin_expect(ptr != nullptr, 1)) return ptr;                     \
+    }                                                                          \
+    return name##_next(size, alignment, tag);                                  \
   }
 
 RINGPROF_NEW(_Znwm, new_)
@@ -166,13 +250,20 @@ RINGPROF_NEW_ALIGNED_NOTHROW(_ZnwmSt11align_val_tRKSt9nothrow_t,
 RINGPROF_NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t,
                              new_array_aligned_nothrow)
 
-// Every delete: report, then the next definition (or free).
+// Every delete: free for the runtime's; else report, then the next
+// definition (or free).
 #define RINGPROF_DELETE(name, member, aligned, params, args) \
-  RINGPROF_EXPORT void name params {                         \
+  namespace {                                                \
+  __attribute__((noinline)) void name##_next params {        \
     auto next = Next(&NextAllocator::member);                \
     BeforeDelete(aligned, ptr);                              \
     if (next == nullptr) return g_next.free(ptr);            \
     next args;                                               \
+  }                                                          \
+  }                                                          \
+  RINGPROF_EXPORT void name params {                         \
+    if (RuntimeMode(aligned)) return ForwardFree(ptr);       \
+    name##_next args;                                        \
   }
 
 RINGPROF_DELETE(_ZdlPv, delete_, false, (void* ptr), (ptr))

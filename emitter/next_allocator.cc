@@ -190,13 +190,22 @@ const CxxEntry kCxxEntries[] = {
 constexpr int kCxxEntryCount = sizeof(kCxxEntries) / sizeof(kCxxEntries[0]);
 constexpr int kNewEntry = 0;  // _Znwm
 
-// The objects defining the next malloc and the next operator new:
-// ClassifyOperatorNew compares them.
+// The objects defining the next malloc and each operator new/delete, and
+// the path of the one defining plain new: ClassifyOperatorNew compares them.
 struct NextObjects {
   const void* malloc_object;
-  const void* new_object;
+  const void* cxx_objects[kCxxEntryCount];
+  const char* new_path;
+  const void* new_object() const { return cxx_objects[kNewEntry]; }
 };
 NextObjects g_next_objects;
+
+void NoteCxxObjects(const SymbolRequest* cxx_requests) {
+  for (int i = 0; i < kCxxEntryCount; ++i) {
+    g_next_objects.cxx_objects[i] = cxx_requests[i].object_base;
+  }
+  g_next_objects.new_path = cxx_requests[kNewEntry].object_path;
+}
 
 void ClassifyOperatorNew();
 
@@ -218,7 +227,7 @@ void ResolveAll() {
     *kCxxEntries[i].slot = requests[kCEntryCount + i].address;
   }
   g_next_objects.malloc_object = requests[0].object_base;
-  g_next_objects.new_object = requests[kCEntryCount + kNewEntry].object_base;
+  NoteCxxObjects(requests + kCEntryCount);
   ClassifyOperatorNew();
 }
 
@@ -270,19 +279,53 @@ size_t BootstrapBlockSize(const void* ptr) {
 
 namespace {
 
+// True when `path` names the C++ runtime (libstdc++ or LLVM's libc++),
+// whose operator new/delete are known (kNewRuntime).
+bool IsCxxRuntime(const char* path) {
+  if (path == nullptr) return false;
+  const char* slash = strrchr(path, '/');
+  const char* base = slash != nullptr ? slash + 1 : path;
+  return strncmp(base, "libstdc++.so", 12) == 0 ||
+         strncmp(base, "libc++.so", 9) == 0;
+}
+
+// Whether the plain (or the aligned) operator new/delete are all defined by
+// `object` (or by nothing): a library in between defining some of them
+// would be bypassed by kNewRuntime.
+bool AllFrom(const void* object, bool aligned) {
+  for (int i = 0; i < kCxxEntryCount; ++i) {
+    const void* defined_by = g_next_objects.cxx_objects[i];
+    if ((strstr(kCxxEntries[i].name, "align_val_t") != nullptr) == aligned &&
+        defined_by != nullptr && defined_by != object) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // libstdc++'s operator new lives elsewhere than malloc and calls it; an
 // allocator's own (same object as malloc) may or may not: probed on first
 // use (new_interpose.cc), never here, inside the first allocation.
 void ClassifyOperatorNew() {
   NextAllocator& n = g_next;
   const NextObjects& objects = g_next_objects;
-  const bool own = n.new_ != nullptr && objects.new_object != nullptr &&
-                   objects.new_object == objects.malloc_object;
-  n.new_mode.store(own ? kNewUnknown : kNewViaMalloc,
+  const void* new_object = objects.new_object();
+  const bool own = n.new_ != nullptr && new_object != nullptr &&
+                   new_object == objects.malloc_object;
+  const bool runtime = !own && n.new_ != nullptr && n.delete_ != nullptr &&
+                       IsCxxRuntime(objects.new_path) &&
+                       AllFrom(new_object, false);
+  const bool aligned_runtime = runtime && n.new_aligned != nullptr &&
+                               n.delete_aligned != nullptr &&
+                               AllFrom(new_object, true);
+  n.new_mode.store(own       ? kNewUnknown
+                   : runtime ? kNewRuntime
+                             : kNewViaMalloc,
                    std::memory_order_relaxed);
-  n.aligned_new_mode.store(
-      own && n.new_aligned != nullptr ? kNewUnknown : kNewViaMalloc,
-      std::memory_order_relaxed);
+  n.aligned_new_mode.store(own && n.new_aligned != nullptr ? kNewUnknown
+                           : aligned_runtime               ? kNewRuntime
+                                                           : kNewViaMalloc,
+                           std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -296,7 +339,7 @@ void ResolveNextOperatorNew() {
   for (int i = 0; i < kCxxEntryCount; ++i) {
     *kCxxEntries[i].slot = requests[i].address;
   }
-  g_next_objects.new_object = requests[kNewEntry].object_base;
+  NoteCxxObjects(requests);
   ClassifyOperatorNew();
 }
 
@@ -475,8 +518,11 @@ bool TakeOverShadowedAllocator() {
     t.ours[i] = ours.address;
     *EntrySlot(i) = first.address;  // forward to the shadowing definition
     if (i == 0) g_next_objects.malloc_object = first.object_base;
+    if (i >= kCEntryCount) {
+      g_next_objects.cxx_objects[i - kCEntryCount] = first.object_base;
+    }
     if (i == kCEntryCount + kNewEntry) {
-      g_next_objects.new_object = first.object_base;
+      g_next_objects.new_path = first.object_path;
     }
     if (!IsShadowingObject(t, first.object_base) && t.shadowing_count < 4) {
       t.shadowing_bases[t.shadowing_count++] = first.object_base;

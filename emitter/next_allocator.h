@@ -80,9 +80,10 @@ struct NextAllocator {
   // Whether the next operator new reaches the interposed malloc family
   // itself (libstdc++'s does; so does jemalloc's, through its PLT) — then
   // the allocation is sampled there — or allocates on its own (tcmalloc's),
-  // so the operator new wrapper must sample it. NewMode values, for the
-  // plain and the aligned variants apart (jemalloc's aligned new calls
-  // aligned_alloc through its PLT, its plain new does not).
+  // so the operator new wrapper must sample it, or is the C++ runtime's,
+  // which the wrappers bypass. NewMode values, for the plain and the
+  // aligned variants apart (jemalloc's aligned new calls aligned_alloc
+  // through its PLT, its plain new does not).
   std::atomic<int> new_mode;
   std::atomic<int> aligned_new_mode;
 };
@@ -91,6 +92,14 @@ enum NewMode : int {
   kNewUnknown = 0,    // the allocator's own: to be probed on first use
   kNewViaMalloc = 1,  // reaches the interposed malloc family
   kNewOwn = 2,        // allocates without it
+  // The C++ runtime's (libstdc++, libc++): new is malloc (aligned new:
+  // aligned_alloc of the size rounded up to the alignment) in a
+  // new-handler loop, every delete is free. The wrappers then call the
+  // malloc family themselves and reach the runtime only when an
+  // allocation fails (for the new-handler and bad_alloc): one hop instead
+  // of up to three (libstdc++'s new[] calls new, which calls malloc, each
+  // through the interposer).
+  kNewRuntime = 3,
 };
 
 extern NextAllocator g_next;

@@ -85,6 +85,12 @@ SampleDecision OnCountdownExpired(SamplerState& state,
     decision.sample = true;
     decision.weight_bytes = size;
   }
+  // Everything but this allocation fitted in the armed countdown (at most
+  // T), and this one is under T here: more can only be the bytes of a
+  // failed allocation that were not given back (an operator new that threw
+  // past the interposer). Drawing through them would take one gap per T
+  // bytes: billions after a failed new of SIZE_MAX / 4.
+  if (consumed > 2 * mean) consumed = 2 * mean;
   state.gap_left -= consumed;
   uint64_t points = 0;
   while (state.gap_left <= 0) {

@@ -162,6 +162,24 @@ TEST(SamplerTest, TimingModeGivesASampleEveryPeriodToABusyThread) {
   EXPECT_LE(totals.timing_samples, 201u);
 }
 
+TEST(SamplerTest, BytesOfAFailedHugeAllocationAreNotAGapDebt) {
+  // A failed allocation of SIZE_MAX / 4 bytes that expired the countdown
+  // but never reached the slow path (an operator new that threw): the next
+  // allocation's slow path must not draw a gap for every T of those bytes.
+  SamplerParams params;
+  SamplerState state;
+  ASSERT_TRUE(CountdownExpired(state, 16));
+  OnCountdownExpired(state, params, 16, FakeClock, 42);
+  ASSERT_TRUE(CountdownExpired(state, SIZE_MAX / 4));
+  ASSERT_TRUE(CountdownExpired(state, 64));
+  const SampleDecision decision =
+      OnCountdownExpired(state, params, 64, FakeClock, 0);
+  // At most the two intervals the clamp leaves: a weight of a few T.
+  EXPECT_LE(decision.weight_bytes,
+            8 * static_cast<uint64_t>(params.mean_bytes));
+  EXPECT_GT(state.countdown, 0);
+}
+
 TEST(SamplerTest, FreshStateTakesTheSlowPathFirst) {
   SamplerState state;
   EXPECT_TRUE(CountdownExpired(state, 1));

@@ -13,7 +13,9 @@
 //
 // Usage: alloc_storm [threads=16] [waves=4] [mib_per_thread=16] [landmarks=1]
 // (landmarks=0 skips them: the benchmark runs this under allocators that do
-// not provide all of them, e.g. jemalloc has no pvalloc.)
+// not provide all of them, e.g. jemalloc has no pvalloc. With them, it also
+// checks that an operator new that cannot be satisfied throws bad_alloc
+// after the new-handler, and exits 1 if not.)
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -135,13 +137,49 @@ __attribute__((noinline)) void AllocateLandmarks() {
   ::operator delete(nothrow);
 }
 
+int g_handler_calls = 0;
+
+// An operator new that cannot be satisfied still behaves as the C++
+// runtime's: the new-handler runs (once here: it uninstalls itself), then
+// bad_alloc; the nothrow forms return null. True when they all did.
+__attribute__((noinline)) bool FailingNewBehaves() {
+  const size_t impossible = SIZE_MAX / 4;
+  bool ok = true;
+  for (int aligned = 0; aligned < 2; ++aligned) {
+    g_handler_calls = 0;
+    std::set_new_handler([] {
+      ++g_handler_calls;
+      std::set_new_handler(nullptr);
+    });
+    bool threw = false;
+    try {
+      Escape(aligned ? ::operator new(impossible, std::align_val_t(64))
+                     : ::operator new[](impossible));
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    ok = ok && threw && g_handler_calls == 1;
+    void* nothrow =
+        aligned ? ::operator new(impossible, std::align_val_t(64), std::nothrow)
+                : ::operator new(impossible, std::nothrow);
+    ok = ok && nothrow == nullptr;
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? atoi(argv[1]) : 16;
   const int waves = argc > 2 ? atoi(argv[2]) : 4;
   const uint64_t mib = argc > 3 ? strtoull(argv[3], nullptr, 10) : 16;
-  if (argc <= 4 || atoi(argv[4]) != 0) AllocateLandmarks();
+  if (argc <= 4 || atoi(argv[4]) != 0) {
+    AllocateLandmarks();
+    if (!FailingNewBehaves()) {
+      fprintf(stderr, "a failing operator new did not throw bad_alloc\n");
+      return 1;
+    }
+  }
   for (int wave = 0; wave < waves; ++wave) {
     pthread_t ids[256];
     Worker workers[256];
