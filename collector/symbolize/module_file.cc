@@ -117,6 +117,26 @@ absl::StatusOr<UniqueFd> WalkInRoot(int root_fd, absl::string_view path) {
   return Errno("open", path);
 }
 
+// DWARF sections that addresses-to-lines-and-inlines never reads: variable
+// locations, macros, name indexes, call frames. Often the largest ones of
+// optimized code (.debug_loclists).
+bool IsUnusedDwarfSection(absl::string_view name) {
+  if (absl::StartsWith(name, ".zdebug_")) {
+    name.remove_prefix(2);
+  } else if (absl::StartsWith(name, ".debug_")) {
+    name.remove_prefix(1);
+  } else {
+    return false;
+  }
+  for (absl::string_view unused :
+       {"debug_loc", "debug_loclists", "debug_macro", "debug_macinfo",
+        "debug_pubnames", "debug_pubtypes", "debug_gnu_pubnames",
+        "debug_gnu_pubtypes", "debug_names", "debug_frame"}) {
+    if (name == unused) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
@@ -299,6 +319,10 @@ size_t ElfFile::DetachFile() {
       const char* name = elf_strptr(elf_, names, shdr.sh_name);
       if (name == nullptr) continue;
       absl::string_view view(name);
+      if (IsUnusedDwarfSection(view)) {
+        shdr.sh_type = SHT_NOBITS;
+        if (gelf_update_shdr(scn, &shdr) != 0) continue;
+      }
       if (absl::StartsWith(view, ".debug_") ||
           absl::StartsWith(view, ".zdebug_") || view == ".gnu_debugaltlink") {
         Elf_Data* data = elf_getdata(scn, nullptr);

@@ -109,6 +109,9 @@ class ElfFile {
   // Reads every section libdw will use, then tells libelf the descriptor is
   // gone and closes it: from here on nothing is read from the file, so it
   // may be truncated or replaced without effect. Returns the bytes read.
+  // DWARF sections the symbolizer never needs (location lists, macros,
+  // name indexes, .debug_frame) are neither read nor decompressed: they are
+  // marked SHT_NOBITS, which libdw skips.
   size_t DetachFile();
 
  private:

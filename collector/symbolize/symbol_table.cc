@@ -189,33 +189,41 @@ bool SymbolTable::AddSymbols(Elf* elf, uint32_t section_type) {
   if (data == nullptr) return false;
   const size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
   if (entry_size == 0) return false;
+  // The names: the whole string table copied once (the linker already
+  // stored each name once), with a NUL after it so that every offset inside
+  // it starts a terminated string.
+  Elf_Scn* strings_scn = elf_getscn(elf, table_shdr.sh_link);
+  GElf_Shdr strings_shdr;
+  Elf_Data* strings =
+      strings_scn == nullptr ? nullptr : elf_getdata(strings_scn, nullptr);
+  if (strings == nullptr || strings->d_buf == nullptr ||
+      gelf_getshdr(strings_scn, &strings_shdr) == nullptr ||
+      strings_shdr.sh_type != SHT_STRTAB ||
+      names_.size() + strings->d_size + 1 > UINT32_MAX) {
+    return false;
+  }
+  const size_t names_base = names_.size();
+  const size_t names_size = strings->d_size;
+  names_.append(static_cast<const char*>(strings->d_buf), names_size);
+  names_.push_back('\0');
   const size_t count = data->d_size / entry_size;
-  // Names may repeat (aliases at one address, static functions of the
-  // same name in many files): store each once.
-  absl::flat_hash_map<size_t, uint32_t> stored;
   for (size_t i = 1; i < count; ++i) {
     GElf_Sym sym;
     if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
     const int type = GELF_ST_TYPE(sym.st_info);
     if (sym.st_shndx == SHN_UNDEF || type == STT_SECTION || type == STT_FILE ||
-        type == STT_TLS || sym.st_name == 0) {
+        type == STT_TLS || sym.st_name == 0 || sym.st_name >= names_size) {
       continue;
     }
     const bool absolute = sym.st_shndx == SHN_ABS;
     if (!absolute && SectionOf(sym.st_value) < 0) continue;
-    const char* name = elf_strptr(elf, table_shdr.sh_link, sym.st_name);
-    if (name == nullptr || name[0] == '\0') continue;
-    auto [it, inserted] = stored.try_emplace(sym.st_name, 0);
-    if (inserted) {
-      it->second = static_cast<uint32_t>(names_.size());
-      names_.append(name);
-      names_.push_back('\0');
-    }
+    const uint32_t name = static_cast<uint32_t>(names_base + sym.st_name);
+    if (names_[name] == '\0') continue;
     Symbol symbol;
     symbol.address = sym.st_value;
     symbol.size = sym.st_size;
     symbol.max_end = 0;
-    symbol.name = it->second;
+    symbol.name = name;
     symbol.order = static_cast<uint32_t>(i);
     symbol.rank = BindingRank(sym);
     symbol.absolute = absolute;
@@ -224,26 +232,43 @@ bool SymbolTable::AddSymbols(Elf* elf, uint32_t section_type) {
   return true;
 }
 
-bool SymbolTable::AddFunctionStarts(Elf* elf) {
+namespace {
+
+// Reads the little-endian integer of `bytes` bytes at `p`.
+uint64_t ReadLe(const uint8_t* p, int bytes) {
+  uint64_t value = 0;
+  for (int i = 0; i < bytes; ++i)
+    value |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return value;
+}
+
+// The section named `name`, or null.
+Elf_Scn* SectionNamed(Elf* elf, const char* name, GElf_Shdr* shdr) {
+  size_t names = 0;
+  if (elf_getshdrstrndx(elf, &names) != 0) return nullptr;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    if (gelf_getshdr(scn, shdr) == nullptr) continue;
+    const char* scn_name = elf_strptr(elf, names, shdr->sh_name);
+    if (scn_name != nullptr && strcmp(scn_name, name) == 0 &&
+        shdr->sh_type != SHT_NOBITS) {
+      return scn;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool SymbolTable::AddFunctionStarts(Elf* elf, bool use_eh_frame_hdr) {
   const char* ident = elf_getident(elf, nullptr);
   if (ident == nullptr || ident[EI_DATA] != ELFDATA2LSB) return false;
   const bool elf64 = ident[EI_CLASS] == ELFCLASS64;
-  size_t names = 0;
-  if (elf_getshdrstrndx(elf, &names) != 0) return false;
-  Elf_Scn* eh_frame = nullptr;
   GElf_Shdr shdr;
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
-    const char* name = elf_strptr(elf, names, shdr.sh_name);
-    if (name != nullptr && strcmp(name, ".eh_frame") == 0 &&
-        shdr.sh_type != SHT_NOBITS) {
-      eh_frame = scn;
-      break;
-    }
-  }
+  Elf_Scn* eh_frame = SectionNamed(elf, ".eh_frame", &shdr);
   if (eh_frame == nullptr) return false;
   Elf_Data* data = elf_getdata(eh_frame, nullptr);
   if (data == nullptr || data->d_buf == nullptr) return false;
+  if (use_eh_frame_hdr && AddFdesOfHeaderTable(elf, shdr, *data)) return true;
   const auto* base = static_cast<const uint8_t*>(data->d_buf);
   absl::flat_hash_map<Dwarf_Off, uint8_t> encodings;  // by CIE offset
   Dwarf_Off offset = 0;
@@ -266,24 +291,112 @@ bool SymbolTable::AddFunctionStarts(Elf* elf) {
         const uint8_t* start = entry.fde.start;
         if (cie != encodings.end() && start >= base &&
             entry.fde.end <= base + data->d_size && start < entry.fde.end) {
-          const uint8_t encoding = cie->second;
-          EhReader reader(start, entry.fde.end, elf64);
-          uint64_t pc = 0, range = 0;
-          const uint64_t field_address = shdr.sh_addr + (start - base);
-          const uint8_t application = encoding & 0x70;
-          if ((application == DW_EH_PE_absptr ||
-               application == DW_EH_PE_pcrel) &&
-              (encoding & DW_EH_PE_indirect) == 0 &&
-              reader.Raw(encoding, &pc) &&
-              reader.Raw(encoding & 0x0f, &range)) {
-            if (application == DW_EH_PE_pcrel) pc += field_address;
-            if (range > 0 && pc + range > pc)
-              functions_.push_back({pc, pc + range});
-          }
+          AddFde(cie->second, elf64, shdr.sh_addr + (start - base), start,
+                 entry.fde.end);
         }
       }
     }
     offset = next;
+  }
+  return true;
+}
+
+bool SymbolTable::AddFde(uint8_t encoding, bool elf64, uint64_t field_address,
+                         const uint8_t* start, const uint8_t* end,
+                         uint64_t* pc_out) {
+  EhReader reader(start, end, elf64);
+  uint64_t pc = 0, range = 0;
+  const uint8_t application = encoding & 0x70;
+  if ((application != DW_EH_PE_absptr && application != DW_EH_PE_pcrel) ||
+      (encoding & DW_EH_PE_indirect) != 0 || !reader.Raw(encoding, &pc) ||
+      !reader.Raw(encoding & 0x0f, &range)) {
+    return false;
+  }
+  if (application == DW_EH_PE_pcrel) pc += field_address;
+  if (pc_out != nullptr) *pc_out = pc;
+  if (range > 0 && pc + range > pc) functions_.push_back({pc, pc + range});
+  return true;
+}
+
+bool SymbolTable::AddFdesOfHeaderTable(Elf* elf, const GElf_Shdr& frame_shdr,
+                                       const Elf_Data& frame) {
+  // .eh_frame_hdr: version 1, three encodings, the (skipped) .eh_frame
+  // pointer, the FDE count, then (start, FDE address) pairs sorted by start,
+  // each a 4-byte offset from the header's own address: the table the
+  // unwinder searches. Anything else: false (the caller walks .eh_frame).
+  const char* ident = elf_getident(elf, nullptr);
+  const bool elf64 = ident[EI_CLASS] == ELFCLASS64;
+  GElf_Shdr hdr_shdr;
+  Elf_Scn* hdr_scn = SectionNamed(elf, ".eh_frame_hdr", &hdr_shdr);
+  Elf_Data* hdr = hdr_scn == nullptr ? nullptr : elf_getdata(hdr_scn, nullptr);
+  if (hdr == nullptr || hdr->d_buf == nullptr || hdr->d_size < 4) return false;
+  const auto* h = static_cast<const uint8_t*>(hdr->d_buf);
+  constexpr uint8_t kDatarelSdata4 = DW_EH_PE_datarel | DW_EH_PE_sdata4;
+  if (h[0] != 1 || h[3] != kDatarelSdata4 || (h[2] & 0x70) != 0) return false;
+  EhReader fields(h + 4, h + hdr->d_size, elf64);
+  uint64_t ignored = 0, count = 0;
+  if (h[1] == DW_EH_PE_omit || !fields.Raw(h[1], &ignored) ||
+      h[2] == DW_EH_PE_omit || !fields.Raw(h[2], &count)) {
+    return false;
+  }
+  const uint8_t* table = fields.position();
+  if (count == 0 ||
+      count > static_cast<uint64_t>(h + hdr->d_size - table) / 8) {
+    return false;
+  }
+  const auto* base = static_cast<const uint8_t*>(frame.d_buf);
+  const uint64_t size = frame.d_size;
+  absl::flat_hash_map<uint64_t, int> encodings;  // CIE offset -> encoding
+  functions_.reserve(functions_.size() + count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t start =
+        hdr_shdr.sh_addr + static_cast<int32_t>(ReadLe(table + 8 * i, 4));
+    const uint64_t fde_address =
+        hdr_shdr.sh_addr + static_cast<int32_t>(ReadLe(table + 8 * i + 4, 4));
+    // The FDE: length, CIE pointer (back from itself), then start, range.
+    const uint64_t fde = fde_address - frame_shdr.sh_addr;
+    if (fde_address < frame_shdr.sh_addr || fde >= size || size - fde < 8) {
+      continue;
+    }
+    uint64_t length = ReadLe(base + fde, 4);
+    uint64_t at = fde + 4;
+    int id_bytes = 4;
+    if (length == 0xffffffff) {
+      if (size - fde < 20) continue;
+      length = ReadLe(base + fde + 4, 8);
+      at = fde + 12;
+      id_bytes = 8;
+    }
+    if (length < static_cast<uint64_t>(id_bytes) || length > size - at) {
+      continue;
+    }
+    const uint64_t end = at + length;
+    const uint64_t cie_pointer = ReadLe(base + at, id_bytes);
+    if (cie_pointer == 0 || cie_pointer > at) continue;  // 0: a CIE
+    const uint64_t cie = at - cie_pointer;
+    auto [it, inserted] = encodings.try_emplace(cie, -1);
+    if (inserted) {
+      Dwarf_Off next = 0;
+      Dwarf_CFI_Entry entry;
+      uint8_t encoding;
+      if (dwarf_next_cfi(reinterpret_cast<const unsigned char*>(ident),
+                         const_cast<Elf_Data*>(&frame), /*eh_frame_p=*/true,
+                         cie, &next, &entry) == 0 &&
+          dwarf_cfi_cie_p(&entry) && FdeEncoding(entry.cie, elf64, &encoding)) {
+        it->second = encoding;
+      }
+    }
+    if (it->second < 0) continue;
+    at += id_bytes;
+    uint64_t pc = 0;
+    const size_t before = functions_.size();
+    // The table's start must be the FDE's own: a mismatch is a corrupt
+    // table or FDE, and neither is trusted.
+    if (AddFde(static_cast<uint8_t>(it->second), elf64, frame_shdr.sh_addr + at,
+               base + at, base + end, &pc) &&
+        pc != start) {
+      functions_.resize(before);
+    }
   }
   return true;
 }
@@ -302,8 +415,13 @@ void SymbolTable::Finish() {
     max_end = std::max(max_end, symbol.address + symbol.size);
     symbol.max_end = max_end;
   }
-  std::sort(functions_.begin(), functions_.end(),
-            [](const Range& a, const Range& b) { return a.start < b.start; });
+  // .eh_frame_hdr's table comes sorted.
+  auto by_start = [](const Range& a, const Range& b) {
+    return a.start < b.start;
+  };
+  if (!std::is_sorted(functions_.begin(), functions_.end(), by_start)) {
+    std::sort(functions_.begin(), functions_.end(), by_start);
+  }
   sized_.shrink_to_fit();
   sizeless_.shrink_to_fit();
   functions_.shrink_to_fit();

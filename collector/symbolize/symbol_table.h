@@ -6,8 +6,8 @@
 // It holds the symbols of the ELF's .symtab (or .dynsym) that lie in
 // executable sections, and, for binaries stripped to .dynsym, the function
 // ranges that .eh_frame describes (unnamed: Lookup then reports only the
-// function's start). Names are copied into one owned buffer; nothing points
-// into the ELF afterwards.
+// function's start). The symbol table's string table is copied into one
+// owned buffer; nothing points into the ELF afterwards.
 //
 // The choice among symbols is libdwfl's: the sized global or weak symbol
 // containing the address with the highest start (then the strongest
@@ -19,6 +19,7 @@
 #ifndef RINGPROF_COLLECTOR_SYMBOLIZE_SYMBOL_TABLE_H_
 #define RINGPROF_COLLECTOR_SYMBOLIZE_SYMBOL_TABLE_H_
 
+#include <gelf.h>
 #include <libelf.h>
 
 #include <cstdint>
@@ -34,9 +35,12 @@ class SymbolTable {
   // SHT_DYNSYM). False when there is no such section.
   bool AddSymbols(Elf* elf, uint32_t section_type);
 
-  // Adds the functions .eh_frame describes (FDE ranges). False without a
-  // usable .eh_frame. Only little-endian ELF.
-  bool AddFunctionStarts(Elf* elf);
+  // Adds the functions .eh_frame describes (FDE ranges): those that
+  // .eh_frame_hdr's search table lists when it has the usual layout (no
+  // walk over .eh_frame, no sort), else every FDE of .eh_frame (also with
+  // `use_eh_frame_hdr` false). False without a usable .eh_frame. Only
+  // little-endian ELF.
+  bool AddFunctionStarts(Elf* elf, bool use_eh_frame_hdr = true);
 
   // Sorts; call once after the Add calls and before Lookup.
   void Finish();
@@ -68,6 +72,15 @@ class SymbolTable {
     uint64_t end;
   };
 
+  // Adds the range of the FDE whose start field is at `start` (in memory)
+  // and `field_address` (its ELF address), bytes up to `end`, fields in
+  // `encoding`; `pc` (optional) gets its start. False when the fields
+  // cannot be read.
+  bool AddFde(uint8_t encoding, bool elf64, uint64_t field_address,
+              const uint8_t* start, const uint8_t* end, uint64_t* pc = nullptr);
+  // The FDEs .eh_frame_hdr's table lists; false without a usable table.
+  bool AddFdesOfHeaderTable(Elf* elf, const GElf_Shdr& frame_shdr,
+                            const Elf_Data& frame);
   // Index of the executable section containing `address`, or -1.
   int SectionOf(uint64_t address) const;
   void AddSections(Elf* elf);

@@ -160,6 +160,56 @@ TEST(SymbolTableTest, FunctionStartsComeFromEhFrame) {
   EXPECT_GT(agree, compared * 95 / 100) << agree << " of " << compared;
 }
 
+// .eh_frame_hdr's search table gives the functions the walk over every FDE
+// of .eh_frame gives, on binaries of different linkers and sizes.
+class EhFrameHdrTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EhFrameHdrTest, AgreesWithTheWalkOverEhFrame) {
+  std::string path = GetParam();
+  if (path == "self") path = fs::read_symlink("/proc/self/exe").string();
+  if (!fs::exists(path)) GTEST_SKIP() << path << " not installed";
+  absl::StatusOr<std::unique_ptr<ElfFile>> file =
+      ElfFile::Open(*OpenRegularFile(path), uint64_t{4} << 30);
+  ASSERT_TRUE(file.ok()) << file.status();
+  SymbolTable by_table, by_walk;
+  ASSERT_TRUE(by_table.AddFunctionStarts((*file)->elf()));
+  ASSERT_TRUE(
+      by_walk.AddFunctionStarts((*file)->elf(), /*use_eh_frame_hdr=*/false));
+  by_table.Finish();
+  by_walk.Finish();
+  ASSERT_GT(by_table.function_starts(), 100u);
+  int compared = 0, mismatches = 0;
+  for (const auto& [low, high] : TextRanges((*file)->elf())) {
+    const uint64_t step = std::max<uint64_t>(1, (high - low) / 20000);
+    for (uint64_t address = low; address < high; address += step) {
+      SymbolTable::Hit a, b;
+      const bool found_a = by_table.Lookup(address, &a);
+      const bool found_b = by_walk.Lookup(address, &b);
+      ++compared;
+      if ((found_a != found_b || a.start != b.start) && ++mismatches <= 5) {
+        ADD_FAILURE() << absl::StrFormat(
+            "%s at 0x%x: table %d 0x%x, walk %d 0x%x", path, address, found_a,
+            a.start, found_b, b.start);
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+  EXPECT_EQ(mismatches, 0) << "of " << compared;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Binaries, EhFrameHdrTest,
+    ::testing::Values("self", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                      "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1",
+                      "/usr/bin/python3.11"),
+    [](const auto& info) {
+      std::string name = fs::path(info.param).filename().string();
+      for (char& c : name) {
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
 }  // namespace
 }  // namespace collector
 }  // namespace ringprof
