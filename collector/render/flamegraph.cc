@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <utility>
@@ -37,19 +38,28 @@ using perftools::profiles::Sample;
 constexpr double kPruneFraction = 1e-4;  // 0.01% of the root's total
 
 // Function names to small integers, shared by every tree of one rendering so
-// a diff can match frames by id.
+// a diff can match frames by id. Names are viewed, not copied: they live in
+// the profiles (or nodes) being rendered, which outlive the table, or in the
+// table itself (InternOwned).
 class NameTable {
  public:
-  int Intern(const std::string& name) {
+  int Intern(absl::string_view name) {
     auto [it, inserted] = ids_.try_emplace(name, names_.size());
     if (inserted) names_.push_back(name);
     return it->second;
   }
-  const std::string& Name(int id) const { return names_[id]; }
+  int InternOwned(std::string name) {
+    auto it = ids_.find(name);
+    if (it != ids_.end()) return it->second;
+    owned_.push_back(std::move(name));
+    return Intern(owned_.back());
+  }
+  absl::string_view Name(int id) const { return names_[id]; }
 
  private:
-  absl::flat_hash_map<std::string, int> ids_;
-  std::vector<std::string> names_;
+  absl::flat_hash_map<absl::string_view, int> ids_;
+  std::vector<absl::string_view> names_;
+  std::deque<std::string> owned_;  // stable addresses
 };
 
 // Turns a sample's location ids into root-first frame name ids.
@@ -93,18 +103,31 @@ class StackReader {
     auto location = locations_.find(location_id);
     if (location == locations_.end()) {
       frames.push_back(
-          names_->Intern(absl::StrFormat("[location %d]", location_id)));
+          names_->InternOwned(absl::StrFormat("[location %d]", location_id)));
       return frames;
     }
     const Location& loc = *location->second;
     for (int i = loc.line_size() - 1; i >= 0; --i) {
-      auto function = function_names_.find(loc.line(i).function_id());
+      const int name = FunctionName(loc.line(i).function_id());
+      if (name >= 0) frames.push_back(name);
+    }
+    if (frames.empty()) {
+      frames.push_back(names_->InternOwned(AddressName(loc)));
+    }
+    return frames;
+  }
+
+  // The name id of a function id; -1 for an unknown or unnamed function.
+  // Cached: many locations share a function.
+  int FunctionName(uint64_t function_id) {
+    auto [it, inserted] = function_name_ids_.try_emplace(function_id, -1);
+    if (inserted) {
+      auto function = function_names_.find(function_id);
       if (function != function_names_.end() && !function->second->empty()) {
-        frames.push_back(names_->Intern(*function->second));
+        it->second = names_->Intern(*function->second);
       }
     }
-    if (frames.empty()) frames.push_back(names_->Intern(AddressName(loc)));
-    return frames;
+    return it->second;
   }
 
   // "libfoo.so+0x1234" (file offset) for an unsymbolized location.
@@ -129,6 +152,7 @@ class StackReader {
   absl::flat_hash_map<uint64_t, const Mapping*> mappings_;
   absl::flat_hash_map<uint64_t, const Location*> locations_;
   absl::flat_hash_map<uint64_t, std::vector<int>> frames_by_location_;
+  absl::flat_hash_map<uint64_t, int> function_name_ids_;
 };
 
 int ValueIndex(const Profile& profile, int sample_index) {
@@ -149,7 +173,8 @@ class CallTree {
     int name = -1;
     int64_t total = 0;
     int64_t self = 0;
-    absl::flat_hash_map<int, int> children;  // name id -> node index
+    int first_child = -1;  // children in order of creation, linked
+    int next_sibling = -1;
   };
 
   CallTree(const Profile& profile, int sample_index, NameTable* names) {
@@ -174,26 +199,36 @@ class CallTree {
 
   const Node& node(int index) const { return nodes_[index]; }
   const Node& root() const { return nodes_[0]; }
+  size_t size() const { return nodes_.size(); }
 
   // The child of `node` named `name`, or -1.
   int FindChild(int node, int name) const {
     if (node < 0) return -1;
-    auto it = nodes_[node].children.find(name);
-    return it == nodes_[node].children.end() ? -1 : it->second;
+    auto it = children_.find(Key(node, name));
+    return it == children_.end() ? -1 : it->second;
   }
 
  private:
+  static uint64_t Key(int node, int name) {
+    return (static_cast<uint64_t>(node) << 32) | static_cast<uint32_t>(name);
+  }
+
   int Child(int node, int name) {
-    auto it = nodes_[node].children.find(name);
-    if (it != nodes_[node].children.end()) return it->second;
-    int child = static_cast<int>(nodes_.size());
-    nodes_[node].children.emplace(name, child);
+    auto [it, inserted] =
+        children_.try_emplace(Key(node, name), static_cast<int>(nodes_.size()));
+    if (!inserted) return it->second;
+    const int child = it->second;
     nodes_.emplace_back();
     nodes_[child].name = name;
+    nodes_[child].next_sibling = nodes_[node].first_child;
+    nodes_[node].first_child = child;
     return child;
   }
 
   std::vector<Node> nodes_;
+  // One map for the whole tree rather than one per node: far fewer
+  // allocations.
+  absl::flat_hash_map<uint64_t, int> children_;  // (parent, name) -> child
 };
 
 // The smallest total a node needs to be drawn: 0.01% of the root's, raised
@@ -244,6 +279,11 @@ std::vector<FlameGraphNode> Flatten(const CallTree& tree, const CallTree* base,
                                     const NameTable& names, size_t node_count) {
   const int64_t threshold = PruneThreshold(tree, node_count);
   std::vector<FlameGraphNode> out;
+  size_t kept = 0;  // closed under ancestors: every node above the threshold
+  for (size_t i = 0; i < node_count; ++i) {
+    kept += tree.node(static_cast<int>(i)).total >= threshold;
+  }
+  out.reserve(kept);
   struct Pending {
     int node;
     int base_node;
@@ -251,7 +291,7 @@ std::vector<FlameGraphNode> Flatten(const CallTree& tree, const CallTree* base,
     int depth;
   };
   std::vector<Pending> stack = {{0, base != nullptr ? 0 : -1, -1, 0}};
-  std::vector<std::pair<const std::string*, int>> children;
+  std::vector<std::pair<absl::string_view, int>> children;
   while (!stack.empty()) {
     Pending pending = stack.back();
     stack.pop_back();
@@ -260,7 +300,7 @@ std::vector<FlameGraphNode> Flatten(const CallTree& tree, const CallTree* base,
     FlameGraphNode& flat = out.emplace_back();
     flat.parent = pending.parent;
     flat.depth = pending.depth;
-    flat.function = names.Name(node.name);
+    flat.function = std::string(names.Name(node.name));
     flat.total = node.total;
     flat.self = node.self;
     if (base != nullptr) {
@@ -272,14 +312,15 @@ std::vector<FlameGraphNode> Flatten(const CallTree& tree, const CallTree* base,
                              Share(flat.base_total, base->root().total));
     }
     children.clear();
-    for (const auto& [name, child] : node.children) {
+    for (int child = node.first_child; child >= 0;
+         child = tree.node(child).next_sibling) {
       if (tree.node(child).total >= threshold) {
-        children.emplace_back(&names.Name(name), child);
+        children.emplace_back(names.Name(tree.node(child).name), child);
       }
     }
     // Pushed in reverse name order so they pop (and appear) sorted.
     std::sort(children.begin(), children.end(),
-              [](const auto& a, const auto& b) { return *a.first > *b.first; });
+              [](const auto& a, const auto& b) { return a.first > b.first; });
     for (const auto& [name, child] : children) {
       int base_child = base != nullptr ? base->FindChild(pending.base_node,
                                                          tree.node(child).name)
@@ -288,20 +329,6 @@ std::vector<FlameGraphNode> Flatten(const CallTree& tree, const CallTree* base,
     }
   }
   return out;
-}
-
-size_t CountNodes(const CallTree& tree) {
-  size_t count = 0;
-  std::vector<int> stack = {0};
-  while (!stack.empty()) {
-    int node = stack.back();
-    stack.pop_back();
-    ++count;
-    for (const auto& [name, child] : tree.node(node).children) {
-      stack.push_back(child);
-    }
-  }
-  return count;
 }
 
 // ---------------------------------------------------------------------------
@@ -551,7 +578,7 @@ std::vector<FlameGraphNode> BuildFlameGraphTree(const Profile& profile,
                                                 int sample_index) {
   NameTable names;
   CallTree tree(profile, sample_index, &names);
-  return Flatten(tree, nullptr, names, CountNodes(tree));
+  return Flatten(tree, nullptr, names, tree.size());
 }
 
 std::vector<FlameGraphNode> BuildDiffFlameGraphTree(const Profile& base,
@@ -560,7 +587,7 @@ std::vector<FlameGraphNode> BuildDiffFlameGraphTree(const Profile& base,
   NameTable names;
   CallTree base_tree(base, sample_index, &names);
   CallTree target_tree(target, sample_index, &names);
-  return Flatten(target_tree, &base_tree, names, CountNodes(target_tree));
+  return Flatten(target_tree, &base_tree, names, target_tree.size());
 }
 
 std::string RenderFlameGraphHtml(const Profile& profile, int sample_index,

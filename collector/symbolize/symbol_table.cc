@@ -204,6 +204,7 @@ bool SymbolTable::AddSymbols(Elf* elf, uint32_t section_type) {
   }
   const size_t names_base = names_.size();
   const size_t names_size = strings->d_size;
+  names_.reserve(names_.size() + names_size + 1);
   names_.append(static_cast<const char*>(strings->d_buf), names_size);
   names_.push_back('\0');
   const size_t count = data->d_size / entry_size;
@@ -425,7 +426,6 @@ void SymbolTable::Finish() {
   sized_.shrink_to_fit();
   sizeless_.shrink_to_fit();
   functions_.shrink_to_fit();
-  names_.shrink_to_fit();
 }
 
 bool SymbolTable::Lookup(uint64_t address, Hit* hit) const {
