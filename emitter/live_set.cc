@@ -35,7 +35,10 @@ enum Word : uint32_t {
   kFrames,  // frames[max_frames]
 };
 
-std::atomic<uint64_t>* g_entries = nullptr;
+// Mapped by the first LiveSetReserve (MapEntries); g_entry_words != 0 once
+// LiveSetInit ran.
+std::atomic<std::atomic<uint64_t>*> g_entries{nullptr};
+std::atomic<bool> g_entries_map_failed{false};
 uint32_t g_entry_words = 0;
 uint32_t g_max_frames = 0;
 // Entries ever handed out (never-used ones are above), and the free list's
@@ -46,7 +49,8 @@ std::atomic<uint32_t> g_live_count{0};
 std::atomic<uint64_t> g_untracked{0};
 
 std::atomic<uint64_t>* Entry(uint32_t entry) {
-  return g_entries + uint64_t{entry} * g_entry_words;
+  return g_entries.load(std::memory_order_acquire) +
+         uint64_t{entry} * g_entry_words;
 }
 
 uint32_t IndexSlot(uint64_t address) {
@@ -156,21 +160,48 @@ void WriteEntry(uint32_t entry, Fill fill) {
 }  // namespace
 
 bool LiveSetInit(int max_frames) {
-  if (g_entries != nullptr) return true;
+  if (g_entry_words != 0) return true;
   g_max_frames = static_cast<uint32_t>(max_frames);
   g_entry_words = kFrames + g_max_frames;
+  return true;
+}
+
+namespace {
+
+// Maps the entries on first use: a process that never samples an
+// allocation maps nothing (an mmap, and its unmapping at exit, in every
+// short-lived process). Threads racing here, or a signal handler that
+// interrupted this on the same thread, map their own; one wins and the
+// others unmap theirs. After a failure (address space limit) the samples
+// are untracked, without a system call each.
+bool MapEntries() {
+  if (g_entries.load(std::memory_order_acquire) != nullptr) return true;
+  if (g_entry_words == 0 ||
+      g_entries_map_failed.load(std::memory_order_relaxed)) {
+    return false;
+  }
   const size_t bytes =
       size_t{kLiveCapacity} * g_entry_words * sizeof(std::atomic<uint64_t>);
   void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (map == MAP_FAILED) return false;
+  if (map == MAP_FAILED) {
+    g_entries_map_failed.store(true, std::memory_order_relaxed);
+    return false;
+  }
   // Zero-filled pages are valid atomics of value 0 (lock-free, address-free).
-  g_entries = static_cast<std::atomic<uint64_t>*>(map);
+  std::atomic<uint64_t>* expected = nullptr;
+  if (!g_entries.compare_exchange_strong(
+          expected, static_cast<std::atomic<uint64_t>*>(map),
+          std::memory_order_acq_rel, std::memory_order_acquire)) {
+    munmap(map, bytes);
+  }
   return true;
 }
 
+}  // namespace
+
 uint32_t LiveSetReserve(uint64_t address) {
-  if (g_entries == nullptr || address <= kSlotRemoved) return kNoEntry;
+  if (address <= kSlotRemoved || !MapEntries()) return kNoEntry;
   const uint32_t entry = PopEntry();
   if (entry == kNoEntry) return kNoEntry;
   if (!FilterAdd(address)) {
@@ -344,7 +375,8 @@ uint32_t SweepBatch() {
 }  // namespace
 
 void MaybeSweepLiveSet(uint64_t now_ns) {
-  if (g_entries == nullptr) return;
+  // (A set whose entries are not mapped yet sweeps empty.)
+  if (g_entry_words == 0) return;
   if (now_ns < g_next_step_ns.load(std::memory_order_relaxed)) return;
   if (!TryLockSweep()) return;
   if (!g_sweeping) BeginSweep(now_ns);
@@ -357,7 +389,7 @@ void MaybeSweepLiveSet(uint64_t now_ns) {
 }
 
 void SweepLiveSetNow() {
-  if (g_entries == nullptr || !TryLockSweep()) return;
+  if (g_entry_words == 0 || !TryLockSweep()) return;
   BeginSweep(MonotonicNowNs());
   uint64_t* frames =
       FrameBuffer(__builtin_alloca(sizeof(uint64_t) * g_max_frames));

@@ -5,8 +5,9 @@
 //
 // Contract: every function is lock-free, allocation-free and
 // async-signal-safe (also re-entered from a signal handler on the same
-// thread); the only syscalls are the mmap of LiveSetInit and none on the
-// hot paths. Nothing blocks: when the set is full a sample is not tracked.
+// thread); the only syscall is the mmap of the entries by the first
+// LiveSetReserve, none on the hot paths. Nothing blocks: when the set is full a
+// sample is not tracked.
 //
 // Three parts:
 //   * filter: 2^17 one-byte counters, cell = multiplicative hash of the
@@ -22,10 +23,11 @@
 //     Counters instead of bits let a free clear its cell exactly.)
 //   * index: open addressing (2^15 slots, at most kLiveMaxProbes probes),
 //     address -> entry, consulted only when the filter says "maybe".
-//   * entries: kLiveCapacity slots in an anonymous mapping made at start
-//     (pages are touched only as entries are used; a freed entry is reused
-//     first), each holding one sample's fields and stack behind a seqlock so
-//     that a sweep on another thread copies it consistently.
+//   * entries: kLiveCapacity slots in an anonymous mapping made by the
+//     first sample entered (pages are touched only as entries are used; a
+//     freed entry is reused first), each holding one sample's fields and stack
+//     behind a seqlock so that a sweep on another thread copies it
+//     consistently.
 #ifndef RINGPROF_EMITTER_LIVE_SET_H_
 #define RINGPROF_EMITTER_LIVE_SET_H_
 
@@ -60,8 +62,9 @@ inline bool MaybeLive(uint64_t address) {
              std::memory_order_relaxed) != 0;
 }
 
-// Maps the entry storage for stacks of up to `max_frames` frames. False when
-// the mapping fails (nothing is tracked then). Once, before any other call.
+// Sets the entries up for stacks of up to `max_frames` frames (the storage
+// is mapped by the first LiveSetReserve; if that fails, samples are
+// untracked). Once, before any other call; true.
 bool LiveSetInit(int max_frames);
 
 // The sampled path, before the sample is appended: reserves an entry and
