@@ -7,16 +7,25 @@ set -uo pipefail
 source "${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}/tests/realprogs/lib.sh"
 workloads="${runfiles}/examples/workloads"
 
-echo "--- 200 /bin/true under the emitter, no collector: no ring for any of them"
+echo "--- 200 /bin/true under the emitter, no collector: a ring only for a process that sampled"
 rings="${tmp}/loop"
 mkdir -p "${rings}"
 LD_PRELOAD="${emitter}" RINGPROF_DIR="${rings}" timeout 120 \
   bash -c 'for i in $(seq 200); do /bin/true; done' || fail "loop exited $?"
 ls -la "${rings}"
-n=$(find "${rings}" -name 'true.*' | wc -l)
-((n == 0)) || fail "${n} ring files of /bin/true left"
-# bash itself may have sampled (CPU timer) and have its one ring.
-(($(find "${rings}" -name '*.ring' | wc -l) <= 1)) || fail "more than bash's ring left"
+# bash itself usually samples (CPU timer); a short process samples only
+# when its first CPU-timer expiry (spread over one period) or its first
+# allocation sample falls within its short life: now and then one of the
+# 201 others. Every ring left must hold a sample: nothing is made for a
+# process that took none.
+n=$(find "${rings}" -name '*.ring' | wc -l)
+((n <= 4)) || fail "${n} ring files left by 202 short processes"
+for ring in "${rings}"/*.ring; do
+  [[ -e "${ring}" ]] || continue
+  counts=$("${ringprof}" dump --quiet "${ring}" 2>&1) || fail "ringprof dump ${ring}: ${counts}"
+  grep -Eq '^ +(AllocSample|CpuSample) +[1-9]' <<<"${counts}" ||
+    fail "${ring} holds no sample: ${counts}"
+done
 
 echo "--- the directory cap holds with no collector"
 capped="${tmp}/capped"
@@ -43,5 +52,7 @@ timeout --kill-after=5 120 "${ringprof}" run --log-level=debug \
 dir=$(followed_ring_dir "${tmp}/run.log")
 [[ -n "${dir}" ]] || fail "no ring followed: $(cat "${tmp}/run.log")"
 [[ ! -e "${dir}" ]] || fail "${dir} left behind: $(ls -la "${dir}")"
-! grep -q "following .*/true\." "${tmp}/run.log" || fail "a /bin/true made a ring"
+# (One of the 100 may have sampled, see above; not most of them.)
+trues=$(grep -c "following .*/true\." "${tmp}/run.log")
+((trues <= 3)) || fail "${trues} of 100 /bin/true made a ring"
 echo PASS
