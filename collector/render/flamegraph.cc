@@ -572,6 +572,84 @@ std::string Page(const std::string& title, const std::string& json) {
                       t.after_data);
 }
 
+// The top table from the unpruned call tree: a function's flat value is
+// the self value of its nodes, its cum value the total of its outermost
+// nodes (a recursive function counts once per sample, as in pprof).
+std::string TopTable(const CallTree& tree, const NameTable& names,
+                     const TypeAndUnit& type, int limit) {
+  struct Row {
+    int name = 0;
+    int64_t flat = 0;
+    int64_t cum = 0;
+  };
+  absl::flat_hash_map<int, Row> rows;
+  absl::flat_hash_map<int, int> on_path;  // name -> nodes of it on the path
+  const int64_t grand_total = tree.root().total;
+  // Depth first; a negative entry leaves the node -entry - 1.
+  std::vector<int> stack;
+  for (int child = tree.root().first_child; child >= 0;
+       child = tree.node(child).next_sibling) {
+    stack.push_back(child);
+  }
+  while (!stack.empty()) {
+    const int entry = stack.back();
+    stack.pop_back();
+    if (entry < 0) {
+      --on_path[tree.node(-entry - 1).name];
+      continue;
+    }
+    const CallTree::Node& node = tree.node(entry);
+    Row& row = rows[node.name];
+    row.name = node.name;
+    row.flat += node.self;
+    int& depth = on_path[node.name];
+    if (depth++ == 0) row.cum += node.total;
+    stack.push_back(-entry - 1);
+    for (int child = node.first_child; child >= 0;
+         child = tree.node(child).next_sibling) {
+      stack.push_back(child);
+    }
+  }
+
+  std::vector<Row> sorted;
+  sorted.reserve(rows.size());
+  for (const auto& [name, row] : rows) sorted.push_back(row);
+  std::sort(sorted.begin(), sorted.end(), [&](const Row& a, const Row& b) {
+    if (a.flat != b.flat) return a.flat > b.flat;
+    if (a.cum != b.cum) return a.cum > b.cum;
+    return names.Name(a.name) < names.Name(b.name);
+  });
+  const size_t shown =
+      limit < 0 ? sorted.size()
+                : std::min(sorted.size(), static_cast<size_t>(limit));
+  int64_t shown_flat = 0;
+  for (size_t i = 0; i < shown; ++i) shown_flat += sorted[i].flat;
+
+  auto percent = [&](int64_t value) {
+    return absl::StrFormat("%.2f%%", 100.0 * Share(value, grand_total));
+  };
+  std::string out = absl::StrCat("Type: ", type.type, "\n");
+  absl::StrAppend(&out, "Showing nodes accounting for ",
+                  FormatValue(shown_flat, type.unit), ", ", percent(shown_flat),
+                  " of ", FormatValue(grand_total, type.unit), " total\n");
+  if (shown < sorted.size()) {
+    absl::StrAppend(&out, "Showing top ", shown, " nodes out of ",
+                    sorted.size(), "\n");
+  }
+  absl::StrAppendFormat(&out, "%10s %7s %7s %10s %7s\n", "flat", "flat%",
+                        "sum%", "cum", "cum%");
+  int64_t running = 0;
+  for (size_t i = 0; i < shown; ++i) {
+    const Row& row = sorted[i];
+    running += row.flat;
+    absl::StrAppendFormat(&out, "%10s %7s %7s %10s %7s  %s\n",
+                          FormatValue(row.flat, type.unit), percent(row.flat),
+                          percent(running), FormatValue(row.cum, type.unit),
+                          percent(row.cum), names.Name(row.name));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<FlameGraphNode> BuildFlameGraphTree(const Profile& profile,
@@ -611,75 +689,22 @@ std::string RenderDiffFlameGraphHtml(const Profile& base, const Profile& target,
 std::string RenderTopTable(const Profile& profile, int sample_index,
                            int limit) {
   NameTable names;
-  StackReader reader(profile, &names);
-  const int index = ValueIndex(profile, sample_index);
+  CallTree tree(profile, sample_index, &names);
+  return TopTable(tree, names, SampleType(profile, sample_index), limit);
+}
+
+FlameGraphAndTop RenderFlameGraphAndTopTable(const Profile& profile,
+                                             int sample_index,
+                                             const std::string& title,
+                                             int limit) {
+  NameTable names;
+  CallTree tree(profile, sample_index, &names);
   const TypeAndUnit type = SampleType(profile, sample_index);
-
-  struct Row {
-    int name = 0;
-    int64_t flat = 0;
-    int64_t cum = 0;
-  };
-  absl::flat_hash_map<int, Row> rows;
-  absl::flat_hash_map<int, size_t> counted_in_sample;  // name -> sample number
-  int64_t grand_total = 0;
-  std::vector<int> frames;
-  size_t sample_number = 0;
-  for (const Sample& sample : profile.sample()) {
-    ++sample_number;
-    int64_t value = SampleValue(sample, index);
-    if (value == 0) continue;
-    grand_total += value;
-    reader.RootFirstFrames(sample, &frames);
-    if (frames.empty()) continue;
-    for (int name : frames) {
-      // Recursion: a function counts once per sample in its cum.
-      auto [it, first] = counted_in_sample.try_emplace(name, sample_number);
-      if (!first && it->second == sample_number) continue;
-      it->second = sample_number;
-      Row& row = rows[name];
-      row.name = name;
-      row.cum += value;
-    }
-    rows[frames.back()].flat += value;
-  }
-
-  std::vector<Row> sorted;
-  sorted.reserve(rows.size());
-  for (const auto& [name, row] : rows) sorted.push_back(row);
-  std::sort(sorted.begin(), sorted.end(), [&](const Row& a, const Row& b) {
-    if (a.flat != b.flat) return a.flat > b.flat;
-    if (a.cum != b.cum) return a.cum > b.cum;
-    return names.Name(a.name) < names.Name(b.name);
-  });
-  const size_t shown =
-      limit < 0 ? sorted.size()
-                : std::min(sorted.size(), static_cast<size_t>(limit));
-  int64_t shown_flat = 0;
-  for (size_t i = 0; i < shown; ++i) shown_flat += sorted[i].flat;
-
-  auto percent = [&](int64_t value) {
-    return absl::StrFormat("%.2f%%", 100.0 * Share(value, grand_total));
-  };
-  std::string out = absl::StrCat("Type: ", type.type, "\n");
-  absl::StrAppend(&out, "Showing nodes accounting for ",
-                  FormatValue(shown_flat, type.unit), ", ", percent(shown_flat),
-                  " of ", FormatValue(grand_total, type.unit), " total\n");
-  if (shown < sorted.size()) {
-    absl::StrAppend(&out, "Showing top ", shown, " nodes out of ",
-                    sorted.size(), "\n");
-  }
-  absl::StrAppendFormat(&out, "%10s %7s %7s %10s %7s\n", "flat", "flat%",
-                        "sum%", "cum", "cum%");
-  int64_t running = 0;
-  for (size_t i = 0; i < shown; ++i) {
-    const Row& row = sorted[i];
-    running += row.flat;
-    absl::StrAppendFormat(&out, "%10s %7s %7s %10s %7s  %s\n",
-                          FormatValue(row.flat, type.unit), percent(row.flat),
-                          percent(running), FormatValue(row.cum, type.unit),
-                          percent(row.cum), names.Name(row.name));
-  }
+  FlameGraphAndTop out;
+  out.top_table = TopTable(tree, names, type, limit);
+  out.html = Page(title, TreeJson(Flatten(tree, nullptr, names, tree.size()),
+                                  /*diff=*/false, title, type,
+                                  /*base_total=*/0));
   return out;
 }
 

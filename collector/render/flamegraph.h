@@ -69,6 +69,16 @@ std::string RenderDiffFlameGraphHtml(const perftools::profiles::Profile& base,
 std::string RenderTopTable(const perftools::profiles::Profile& profile,
                            int sample_index, int limit);
 
+// Both of the above for one value of one profile, from one pass over its
+// samples (what `ringprof run` writes for each merged profile).
+struct FlameGraphAndTop {
+  std::string html;
+  std::string top_table;
+};
+FlameGraphAndTop RenderFlameGraphAndTopTable(
+    const perftools::profiles::Profile& profile, int sample_index,
+    const std::string& title, int limit);
+
 }  // namespace collector
 }  // namespace ringprof
 

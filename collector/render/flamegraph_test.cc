@@ -384,6 +384,36 @@ TEST(TopTableTest, SortedByFlatWithPercentagesLikePprof) {
                   "         0   0.00% 100.00%      100ms 100.00%  main"));
 }
 
+TEST(TopTableTest, IndirectRecursionCountsOnceInCum) {
+  ProfileBuilder builder("cpu", "nanoseconds");
+  builder.Stack({"main", "a", "b", "a", "b"}, {30000000});
+  builder.Stack({"main", "b", "a"}, {10000000});
+  std::vector<std::string> lines =
+      Lines(RenderTopTable(builder.profile(), 0, 10));
+  EXPECT_THAT(
+      lines,
+      ElementsAre("Type: cpu",
+                  "Showing nodes accounting for 40ms, 100.00% of 40ms total",
+                  "      flat   flat%    sum%        cum    cum%",
+                  "      30ms  75.00%  75.00%       40ms 100.00%  b",
+                  "      10ms  25.00% 100.00%       40ms 100.00%  a",
+                  "         0   0.00% 100.00%       40ms 100.00%  main"));
+}
+
+TEST(TopTableTest, TheCombinedRenderingIsBothRenderings) {
+  ProfileBuilder builder("alloc_objects", "count");
+  builder.AddSampleType("alloc_space", "bytes");
+  builder.Stack({"main", "a", "b"}, {3, 3000});
+  builder.Stack({"main", "a"}, {2, 1536});
+  builder.Stack({"main", "c", "a"}, {1, 100});
+  for (int index : {0, 1}) {
+    const FlameGraphAndTop both =
+        RenderFlameGraphAndTopTable(builder.profile(), index, "t", 2);
+    EXPECT_EQ(both.html, RenderFlameGraphHtml(builder.profile(), index, "t"));
+    EXPECT_EQ(both.top_table, RenderTopTable(builder.profile(), index, 2));
+  }
+}
+
 TEST(TopTableTest, LimitAndByteUnits) {
   ProfileBuilder builder("alloc_objects", "count");
   builder.AddSampleType("alloc_space", "bytes");

@@ -150,14 +150,14 @@ absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows) {
     const int sample_index = SampleIndexOf(profile, view.sample_type);
     if (sample_index < 0 || !HasValue(profile, sample_index)) continue;
     const std::string html = absl::StrCat(out_dir_, "/", view.html);
-    absl::Status status = WriteFileAtomically(
-        html, RenderFlameGraphHtml(profile, sample_index,
-                                   absl::StrCat("ringprof: ", view.heading)));
+    FlameGraphAndTop rendered = RenderFlameGraphAndTopTable(
+        profile, sample_index, absl::StrCat("ringprof: ", view.heading),
+        top_rows);
+    absl::Status status = WriteFileAtomically(html, rendered.html);
     if (!status.ok()) return status;
     out.files.push_back(html);
     *view.path = html;
-    absl::StrAppend(&top, view.heading, "\n",
-                    RenderTopTable(profile, sample_index, top_rows), "\n");
+    absl::StrAppend(&top, view.heading, "\n", rendered.top_table, "\n");
   }
   if (!top.empty()) {
     const std::string path = absl::StrCat(out_dir_, "/top.txt");
