@@ -1,7 +1,8 @@
 // Reports its own resident memory, excluding ring-file mappings, after an
 // allocation-heavy phase on 8 threads: the emitter's benchmark compares it
 // with and without libringprof.so preloaded.
-// Prints `rss_kib <n>` and `ring_rss_kib <m>` (resident pages of *.ring).
+// Prints `rss_kib <n>` and `ring_rss_kib <m>` (resident pages of the ring
+// file mappings: *.ring, or any file mapping in RINGPROF_DIR).
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ int main() {
   pthread_t threads[8];
   for (pthread_t& t : threads) pthread_create(&t, nullptr, Churn, nullptr);
   for (pthread_t& t : threads) pthread_join(t, nullptr);
+  const char* ring_dir = getenv("RINGPROF_DIR");
   FILE* smaps = fopen("/proc/self/smaps", "r");
   if (smaps == nullptr) return 1;
   char line[4096];
@@ -44,8 +46,13 @@ int main() {
       (in_ring ? ring : total) += kib;
     } else if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
       // A mapping's header line: "start-end perms offset dev inode path".
+      // A ring file is created unnamed (O_TMPFILE) and mapped before it is
+      // linked, so its mapping is named "<dir>/#<inode> (deleted)": any
+      // file mapping in RINGPROF_DIR is a ring.
       const size_t n = strlen(line);
-      in_ring = n > 6 && strcmp(line + n - 6, ".ring\n") == 0;
+      in_ring = (n > 6 && strcmp(line + n - 6, ".ring\n") == 0) ||
+                (ring_dir != nullptr && *ring_dir != '\0' &&
+                 strstr(line, ring_dir) != nullptr);
     }
   }
   fclose(smaps);
