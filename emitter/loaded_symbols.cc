@@ -232,7 +232,12 @@ void* AddressOf(const SymbolTable& table, uint32_t index) {
                                ? symbol.st_value
                                : table.bias + symbol.st_value;
   if (ELF64_ST_TYPE(symbol.st_info) == STT_GNU_IFUNC) {
+#if defined(__x86_64__)
+    // x86-64 resolvers take no arguments (the loader's elf_ifunc_invoke).
     return reinterpret_cast<void* (*)()>(value)();
+#else
+    return nullptr;  // other ABIs pass hwcaps: not found rather than wrong
+#endif
   }
   return reinterpret_cast<void*>(value);
 }

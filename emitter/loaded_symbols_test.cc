@@ -84,12 +84,17 @@ TEST(LoadedSymbolsTest, ObjectsAreReported) {
       {"free", SymbolScope::kObjectNamed, nullptr, "libnot-loaded.so.1"},
   };
   LookUpSymbols(requests, 3);
+  // (Under a sanitizer, the next malloc is its runtime's.)
   ASSERT_NE(requests[0].address, nullptr);
   Dl_info info;
   ASSERT_NE(dladdr(requests[0].address, &info), 0);
   EXPECT_EQ(requests[0].object_base, info.dli_fbase);
-  EXPECT_NE(strstr(requests[0].object_path, "libc.so.6"), nullptr);
-  EXPECT_EQ(requests[1].address, dlsym(RTLD_DEFAULT, "free"));
+  ASSERT_NE(requests[0].object_path, nullptr);
+  EXPECT_STREQ(requests[0].object_path, info.dli_fname);
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(libc, nullptr);
+  EXPECT_EQ(requests[1].address, dlsym(libc, "free"));
+  dlclose(libc);
   EXPECT_EQ(requests[2].address, nullptr);
   EXPECT_EQ(requests[2].object_path, nullptr);
   EXPECT_TRUE(ObjectLoaded("libc.so.6"));
