@@ -19,6 +19,7 @@
 #include "benchmark/benchmark.h"
 #include "collector/ingest/drained_batch.h"
 #include "collector/profile/process_profiler.h"
+#include "ringfile/clock.h"
 #include "ringfile/reader.h"
 #include "ringfile/writer.h"
 
@@ -60,7 +61,8 @@ const std::string& RingFile(int samples) {
     options.path = p->c_str();
     options.ring_count = 4;
     options.slots_per_ring = 1u << 16;
-    options.slot_size = 256;
+    // A 24-frame sample with its header: 16 + 56 + 192 bytes.
+    options.slot_size = 320;
     options.pid = 1;
     if (writer.Create(options) != 0) std::abort();
     ringfile::ModuleMap module = {};
@@ -70,6 +72,10 @@ const std::string& RingFile(int samples) {
     writer.TryAppend(ringfile::RecordType::kModuleMap, &module, sizeof(module),
                      kPath, sizeof(kPath) - 1, 0);
     uint64_t frames[kDepth];
+    // The data covers 25 s ending now: within what the collector accepts
+    // (--max-past, --max-future).
+    const uint64_t start =
+        ringfile::ClockNs(CLOCK_MONOTONIC) - 30'000'000'000ull;
     for (int i = 0; i < samples; ++i) {
       const uint32_t tid = 1 + i % kThreads;
       const int stack = (i * 7919) % kStacks;
@@ -77,7 +83,7 @@ const std::string& RingFile(int samples) {
         frames[d] = kModuleStart + 0x1000 + (stack * kDepth + d) * 16 + 5;
       }
       ringfile::AllocSample s = {};
-      s.monotonic_ns = 1'000'000'000ull + (i / kThreads) * 2'000'000ull + tid;
+      s.monotonic_ns = start + (i / kThreads) * 2'000'000ull + tid;
       s.tid = tid;
       s.frame_count = kDepth;
       s.weight_bytes = 512 * 1024;
