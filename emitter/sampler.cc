@@ -23,7 +23,8 @@ double LogUnit(double u) {
   const double z = (m - 1.0) / (m + 1.0);
   const double z2 = z * z;
   const double series =
-      z * (1.0 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9)))));
+      z *
+      (1.0 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9)))));
   return exponent * 0.6931471805599453 + 2.0 * series;
 }
 
