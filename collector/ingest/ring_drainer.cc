@@ -112,8 +112,9 @@ class BatchAppender : public ringfile::RecordVisitor {
 }  // namespace
 
 absl::Duration PollDelay(uint64_t records, absl::Duration since,
-                         uint32_t slots_per_ring, absl::Duration min_interval) {
-  absl::Duration delay = RingDrainer::kMaxPollInterval;
+                         uint32_t slots_per_ring, absl::Duration min_interval,
+                         absl::Duration max_interval) {
+  absl::Duration delay = max_interval;
   if (records > 0 && since > absl::ZeroDuration()) {
     const double quarter = std::max<double>(1, slots_per_ring / 4);
     delay = std::min(delay, since * (quarter / static_cast<double>(records)));
@@ -215,11 +216,15 @@ absl::Time RingDrainer::NextPoll(const Ring& ring, absl::Time now,
   if (result == PollResult::kMore) return now;
   // Nothing for ten seconds: every second is enough (the watermark matters
   // per window, and liveness is checked at polls).
-  if (now - ring.last_progress >= absl::Seconds(10)) {
-    return now + absl::Seconds(1);
-  }
+  const absl::Duration idle = now - ring.last_progress;
+  if (idle >= absl::Seconds(10)) return now + absl::Seconds(1);
+  // A ring that received records within the last second may receive a
+  // burst at any moment (an allocating phase after a computing one).
   return now + PollDelay(records, now - ring.last_poll,
-                         ring.info->slots_per_ring, options_.poll_interval);
+                         ring.info->slots_per_ring, options_.poll_interval,
+                         idle >= absl::Seconds(1)
+                             ? RingDrainer::kMaxPollInterval
+                             : RingDrainer::kMaxActivePollInterval);
 }
 
 void RingDrainer::RunOnce(bool wait) {

@@ -24,21 +24,24 @@ namespace rt = ringfile::testing;
 
 TEST(PollDelayTest, AQuarterOfOneRingAtTheRateJustSeen) {
   const absl::Duration min = absl::Milliseconds(5);
+  const absl::Duration max = RingDrainer::kMaxPollInterval;
   // 200 records in 20 ms: 10,000/s; a quarter of 1024 slots takes 25.6 ms.
-  EXPECT_EQ(PollDelay(200, absl::Milliseconds(20), 1024, min),
+  EXPECT_EQ(PollDelay(200, absl::Milliseconds(20), 1024, min, max),
             absl::Microseconds(25600));
   // Faster than the shortest interval allows: the shortest interval.
-  EXPECT_EQ(PollDelay(1000, absl::Milliseconds(10), 1024, min), min);
-  // Slow or idle rings: at most kMaxPollInterval.
-  EXPECT_EQ(PollDelay(10, absl::Milliseconds(100), 1024, min),
-            RingDrainer::kMaxPollInterval);
-  EXPECT_EQ(PollDelay(0, absl::Milliseconds(100), 1024, min),
-            RingDrainer::kMaxPollInterval);
+  EXPECT_EQ(PollDelay(1000, absl::Milliseconds(10), 1024, min, max), min);
+  // Slow or idle rings: at most the longest interval.
+  EXPECT_EQ(PollDelay(10, absl::Milliseconds(100), 1024, min, max), max);
+  EXPECT_EQ(PollDelay(0, absl::Milliseconds(100), 1024, min, max), max);
+  // While records keep coming, the shorter cap: a burst may follow a lull.
+  EXPECT_EQ(PollDelay(5, absl::Milliseconds(20), 1024, min,
+                      RingDrainer::kMaxActivePollInterval),
+            RingDrainer::kMaxActivePollInterval);
   // A shortest interval above the longest wins.
-  EXPECT_EQ(PollDelay(0, absl::Milliseconds(100), 1024, absl::Seconds(2)),
+  EXPECT_EQ(PollDelay(0, absl::Milliseconds(100), 1024, absl::Seconds(2), max),
             absl::Seconds(2));
   // Tiny rings still get a one-record budget.
-  EXPECT_EQ(PollDelay(1, absl::Milliseconds(50), 2, min),
+  EXPECT_EQ(PollDelay(1, absl::Milliseconds(50), 2, min, max),
             absl::Milliseconds(50));
 }
 
@@ -85,16 +88,20 @@ TEST_F(RingDrainerTest, AnIdleRingIsPolledAtMostEveryMaxPollInterval) {
   auto drainer = RingDrainer::Create(options_, &queue);
   ASSERT_TRUE(drainer.ok()) << drainer.status();
   CreateRing(/*samples=*/0);
-  const absl::Duration run = absl::Milliseconds(500);
+  const absl::Duration run = absl::Milliseconds(1500);
   const absl::Time start = absl::Now();
   int rounds = 0;
   while (absl::Now() - start < run) {
     (*drainer)->RunOnce(/*wait=*/true);
     ++rounds;
   }
-  // Once per 100 ms (plus the first poll and one that may straddle the
-  // end), not once per millisecond; the drain thread slept in between.
-  const uint64_t most = run / RingDrainer::kMaxPollInterval + 2;
+  // Every 20 ms in its first second without a record (since it was
+  // opened), then every 100 ms (plus the first poll and one that may
+  // straddle the end), not once per millisecond; the drain thread slept in
+  // between.
+  const uint64_t most =
+      absl::Seconds(1) / RingDrainer::kMaxActivePollInterval +
+      (run - absl::Seconds(1)) / RingDrainer::kMaxPollInterval + 2;
   EXPECT_GE((*drainer)->polls(), 1u);
   EXPECT_LE((*drainer)->polls(), most);
   EXPECT_LE(rounds, static_cast<int>(most) + 2);
