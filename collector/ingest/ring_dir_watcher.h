@@ -42,6 +42,10 @@ class RingDirWatcher {
 
   bool using_inotify() const { return inotify_fd_ >= 0; }
 
+  // When Wait lists the directory next even without activity (in the past
+  // before the first listing): a caller's wait must not run beyond it.
+  absl::Time next_scan() const { return next_scan_; }
+
  private:
   RingDirWatcher(std::string dir, absl::Duration rescan_interval);
   std::vector<std::string> Scan();

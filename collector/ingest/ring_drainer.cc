@@ -201,7 +201,10 @@ RingDrainer::RingDrainer(const DrainerOptions& options, BatchQueue* queue,
 absl::Duration RingDrainer::WaitBudget(absl::Time now) const {
   // Back-pressure: look again soon whether the processing thread caught up.
   if (queue_->full()) return options_.poll_interval;
-  absl::Time until = now + options_.rescan_interval;
+  // The directory's next listing (at once before the first: rings that
+  // exist at start make no inotify event).
+  absl::Time until =
+      std::min(now + options_.rescan_interval, watcher_->next_scan());
   if (!pending_.empty()) until = std::min(until, next_pending_pass_);
   for (const auto& [id, ring] : rings_) {
     if (ring.check_liveness_now) return absl::ZeroDuration();

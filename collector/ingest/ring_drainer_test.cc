@@ -107,6 +107,19 @@ TEST_F(RingDrainerTest, AnIdleRingIsPolledAtMostEveryMaxPollInterval) {
   EXPECT_LE(rounds, static_cast<int>(most) + 2);
 }
 
+TEST_F(RingDrainerTest, RingsThatExistAtStartAreOpenedAtOnce) {
+  // A ring written through its mapping makes no inotify event: the first
+  // wait must end at the first listing, not a rescan interval (60 s) later.
+  CreateRing(/*samples=*/3);
+  BatchQueue queue(1 << 20);
+  auto drainer = RingDrainer::Create(options_, &queue);
+  ASSERT_TRUE(drainer.ok()) << drainer.status();
+  const absl::Time start = absl::Now();
+  (*drainer)->RunOnce(/*wait=*/true);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ((*drainer)->rings_opened(), 1u);
+}
+
 TEST_F(RingDrainerTest, WakePollsEveryRingAtOnce) {
   // No ring is due again for 10 s after a poll.
   options_.poll_interval = absl::Seconds(10);
