@@ -37,6 +37,21 @@ void FreeUnready(void* ptr);
 // free of a block the filter says may be a tracked sample.
 void FreeTracked(void* ptr);
 
+// The sampled path of every entry point: allocate, then record the block
+// on success, or give its bytes back to the countdown on failure (or, if
+// `allocate` throws, the sampler clamps what it did not get back).
+template <typename Allocate>
+__attribute__((noinline)) void* AllocateAndSample(size_t size,
+                                                  Allocate allocate) {
+  void* ptr = allocate();
+  if (ptr != nullptr) {
+    SampleAllocation(ptr, size);
+  } else {
+    SampledAllocationFailed(size);
+  }
+  return ptr;
+}
+
 inline bool TableReady() {
   return __builtin_expect(g_next_ready.load(std::memory_order_acquire), 1);
 }

@@ -33,25 +33,14 @@ void* MallocUnready(size_t size) {
   return ForwardMalloc(size);
 }
 
-__attribute__((noinline)) void* MallocSampled(size_t size) {
-  void* ptr = g_next.malloc(size);
-  if (ptr != nullptr) {
-    SampleAllocation(ptr, size);
-  } else {
-    SampledAllocationFailed(size);
-  }
-  return ptr;
+void* MallocSampled(size_t size) {
+  return AllocateAndSample(size, [size] { return g_next.malloc(size); });
 }
 
-__attribute__((noinline)) void* AlignedAllocSampled(size_t alignment,
-                                                    size_t size) {
-  void* ptr = g_next.aligned_alloc(alignment, size);
-  if (ptr != nullptr) {
-    SampleAllocation(ptr, size);
-  } else {
-    SampledAllocationFailed(size);
-  }
-  return ptr;
+void* AlignedAllocSampled(size_t alignment, size_t size) {
+  return AllocateAndSample(size, [alignment, size] {
+    return g_next.aligned_alloc(alignment, size);
+  });
 }
 
 void FreeUnready(void* ptr) {
@@ -74,6 +63,7 @@ __attribute__((noinline)) void FreeTracked(void* ptr) {
 namespace {
 
 using ringprof::emitter::AfterRealloc;
+using ringprof::emitter::AllocateAndSample;
 using ringprof::emitter::AllocationNeedsSample;
 using ringprof::emitter::BeforeRealloc;
 using ringprof::emitter::BootstrapAllocate;
@@ -86,20 +76,6 @@ using ringprof::emitter::NextReady;
 using ringprof::emitter::PendingRealloc;
 using ringprof::emitter::SampleAllocation;
 using ringprof::emitter::SampledAllocationFailed;
-
-// The sampled path of the less common entry points: allocate, then record
-// on success. Out of line (see forward.h), called as a tail call.
-template <typename Allocate>
-__attribute__((noinline)) void* AllocateAndSample(size_t size,
-                                                  Allocate allocate) {
-  void* ptr = allocate();
-  if (ptr != nullptr) {
-    SampleAllocation(ptr, size);
-  } else {
-    SampledAllocationFailed(size);
-  }
-  return ptr;
-}
 
 // The free side of the less common free-like entry points: true when the
 // caller must forward `ptr`, after reporting it if it may be a tracked

@@ -48,8 +48,6 @@ using ringprof::emitter::NextAllocator;
 using ringprof::emitter::NextReady;
 using ringprof::emitter::OnFreeOfPossiblySampled;
 using ringprof::emitter::ResolveNextOperatorNew;
-using ringprof::emitter::SampleAllocation;
-using ringprof::emitter::SampledAllocationFailed;
 using ringprof::emitter::SamplerState;
 using ringprof::emitter::tls_thread_state;
 
@@ -108,14 +106,7 @@ __attribute__((always_inline)) inline void* NewAndSample(bool aligned,
       __builtin_expect(!AllocationNeedsSample(size), 1)) {
     return allocate();
   }
-  // (If it throws, the sampler clamps the bytes it did not get back.)
-  void* ptr = allocate();
-  if (ptr != nullptr) {
-    SampleAllocation(ptr, size);
-  } else {
-    SampledAllocationFailed(size);
-  }
-  return ptr;
+  return ringprof::emitter::AllocateAndSample(size, allocate);
 }
 
 __attribute__((always_inline)) inline void BeforeDelete(bool aligned,
