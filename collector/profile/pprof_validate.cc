@@ -15,6 +15,43 @@ absl::Status Invalid(absl::string_view what) {
 
 }  // namespace
 
+absl::Status CheckPprofIds(const perftools::profiles::Profile& p) {
+  absl::flat_hash_set<uint64_t> mappings, functions, locations;
+  for (const auto& m : p.mapping()) {
+    if (m.id() == 0 || !mappings.insert(m.id()).second) {
+      return absl::InvalidArgumentError("mapping id zero or duplicate");
+    }
+  }
+  for (const auto& f : p.function()) {
+    if (f.id() == 0 || !functions.insert(f.id()).second) {
+      return absl::InvalidArgumentError("function id zero or duplicate");
+    }
+  }
+  for (const auto& l : p.location()) {
+    if (l.id() == 0 || !locations.insert(l.id()).second) {
+      return absl::InvalidArgumentError("location id zero or duplicate");
+    }
+    if (l.mapping_id() != 0 && !mappings.contains(l.mapping_id())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("location ", l.id(), " has unknown mapping"));
+    }
+    for (const auto& line : l.line()) {
+      if (!functions.contains(line.function_id())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("location ", l.id(), " has unknown function"));
+      }
+    }
+  }
+  for (const auto& s : p.sample()) {
+    for (uint64_t id : s.location_id()) {
+      if (!locations.contains(id)) {
+        return absl::InvalidArgumentError("sample has unknown location");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePprof(const perftools::profiles::Profile& p,
                            const PyroscopeLimits& limits, int64_t now_unix_ns) {
   const int64_t strings = p.string_table_size();
@@ -52,36 +89,17 @@ absl::Status ValidatePprof(const perftools::profiles::Profile& p,
     return Invalid(
         absl::StrCat(p.ByteSizeLong(), " bytes > ", limits.max_bytes));
   }
-  absl::flat_hash_set<uint64_t> mappings, functions, locations;
+  absl::Status ids = CheckPprofIds(p);
+  if (!ids.ok()) return Invalid(ids.message());
   for (const auto& m : p.mapping()) {
-    if (m.id() == 0 || !mappings.insert(m.id()).second) {
-      return Invalid("mapping id zero or duplicate");
-    }
     if (!string_ok(m.filename()) || !string_ok(m.build_id())) {
       return Invalid("mapping string index out of range");
     }
   }
   for (const auto& f : p.function()) {
-    if (f.id() == 0 || !functions.insert(f.id()).second) {
-      return Invalid("function id zero or duplicate");
-    }
     if (!string_ok(f.name()) || !string_ok(f.system_name()) ||
         !string_ok(f.filename())) {
       return Invalid("function string index out of range");
-    }
-  }
-  for (const auto& l : p.location()) {
-    if (l.id() == 0 || !locations.insert(l.id()).second) {
-      return Invalid("location id zero or duplicate");
-    }
-    if (l.mapping_id() != 0 && !mappings.contains(l.mapping_id())) {
-      return Invalid(absl::StrCat("location ", l.id(), " has unknown mapping"));
-    }
-    for (const auto& line : l.line()) {
-      if (!functions.contains(line.function_id())) {
-        return Invalid(
-            absl::StrCat("location ", l.id(), " has unknown function"));
-      }
     }
   }
   for (const auto& s : p.sample()) {
@@ -91,10 +109,6 @@ absl::Status ValidatePprof(const perftools::profiles::Profile& p,
     if (static_cast<size_t>(s.location_id_size()) > limits.max_frames) {
       return Invalid(absl::StrCat("stack of ", s.location_id_size(),
                                   " frames > ", limits.max_frames));
-    }
-    for (uint64_t id : s.location_id()) {
-      if (!locations.contains(id))
-        return Invalid("sample has unknown location");
     }
     if (static_cast<size_t>(s.label_size()) > limits.max_sample_labels) {
       return Invalid(absl::StrCat("a sample has ", s.label_size(),

@@ -36,6 +36,11 @@ struct PyroscopeLimits {
   int64_t max_future_ns = int64_t{600} * 1000000000;
 };
 
+// OK, or InvalidArgument naming the first zero, duplicate or dangling
+// location/function/mapping id: what a reader of the profile's references
+// relies on (ValidatePprof checks it too).
+absl::Status CheckPprofIds(const perftools::profiles::Profile& profile);
+
 // OK, or InvalidArgument naming the first violated rule: size, sample
 // count, string_table[0] != "", a string that is not UTF-8 or too long, a
 // string index out of range, zero, duplicate or dangling

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collector/profile/pprof_validate.h"
 
 namespace ringprof {
 namespace collector {
@@ -72,7 +72,7 @@ absl::Status ProfileMerger::Add(const Profile& p, const std::string& series,
         "cannot merge profiles with different sample types");
   }
   // Checked before anything is added: a bad profile adds nothing.
-  absl::Status valid = CheckIds(p);
+  absl::Status valid = CheckPprofIds(p);
   if (!valid.ok()) return valid;
 
   const int64_t end =
@@ -96,33 +96,6 @@ absl::Status ProfileMerger::Add(const Profile& p, const std::string& series,
     }
   }
   return added;
-}
-
-absl::Status ProfileMerger::CheckIds(const Profile& p) {
-  absl::flat_hash_set<uint64_t> mappings, functions, locations;
-  for (const auto& m : p.mapping()) mappings.insert(m.id());
-  for (const auto& f : p.function()) functions.insert(f.id());
-  for (const auto& l : p.location()) {
-    for (const auto& line : l.line()) {
-      if (!functions.contains(line.function_id())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("location ", l.id(), " names unknown function"));
-      }
-    }
-    if (l.mapping_id() != 0 && !mappings.contains(l.mapping_id())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("location ", l.id(), " names unknown mapping"));
-    }
-    locations.insert(l.id());
-  }
-  for (const auto& s : p.sample()) {
-    for (uint64_t id : s.location_id()) {
-      if (!locations.contains(id)) {
-        return absl::InvalidArgumentError("sample names unknown location");
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status ProfileMerger::AddValues(const Profile& p, bool snapshots,

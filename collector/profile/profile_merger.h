@@ -45,11 +45,8 @@ class ProfileMerger {
   absl::Status Add(const perftools::profiles::Profile& profile,
                    const std::string& series,
                    perftools::profiles::Profile* movable);
-  // InvalidArgument when a location, line or sample names an id the profile
-  // does not define.
-  static absl::Status CheckIds(const perftools::profiles::Profile& profile);
   // Adds the profile's columns that are (or are not) snapshots; `profile`
-  // passed CheckIds.
+  // passed CheckPprofIds.
   absl::Status AddValues(const perftools::profiles::Profile& profile,
                          bool snapshots, PprofBuilder& builder) const;
 
