@@ -21,25 +21,13 @@ struct SymbolTable {
   ElfW(Addr) bias = 0;
 };
 
-// The loader relocates the pointers of a writable dynamic section in place;
-// an unrelocated one (read-only dynamic section) is below the bias.
-ElfW(Addr) DynamicAddress(ElfW(Addr) bias, ElfW(Addr) value) {
-  return value < bias ? value + bias : value;
-}
-
 bool ReadSymbolTable(const dl_phdr_info& info, SymbolTable* table) {
-  const ElfW(Dyn)* dynamic = nullptr;
-  for (int i = 0; i < info.dlpi_phnum; ++i) {
-    if (info.dlpi_phdr[i].p_type == PT_DYNAMIC) {
-      dynamic = reinterpret_cast<const ElfW(Dyn)*>(info.dlpi_addr +
-                                                   info.dlpi_phdr[i].p_vaddr);
-    }
-  }
+  const ElfW(Dyn)* dynamic = DynamicSection(info);
   if (dynamic == nullptr) return false;
   const ElfW(Addr) bias = info.dlpi_addr;
   table->bias = bias;
   for (const ElfW(Dyn)* d = dynamic; d->d_tag != DT_NULL; ++d) {
-    const ElfW(Addr) address = DynamicAddress(bias, d->d_un.d_ptr);
+    const ElfW(Addr) address = DynamicPointer(bias, d->d_un.d_ptr);
     switch (d->d_tag) {
       case DT_SYMTAB:
         table->symbols = reinterpret_cast<const ElfW(Sym)*>(address);
@@ -275,6 +263,16 @@ int OnObject(dl_phdr_info* info, size_t, void* data) {
 }
 
 }  // namespace
+
+const ElfW(Dyn) * DynamicSection(const dl_phdr_info& info) {
+  for (int i = 0; i < info.dlpi_phnum; ++i) {
+    if (info.dlpi_phdr[i].p_type == PT_DYNAMIC) {
+      return reinterpret_cast<const ElfW(Dyn)*>(info.dlpi_addr +
+                                                info.dlpi_phdr[i].p_vaddr);
+    }
+  }
+  return nullptr;
+}
 
 void LookUpSymbols(SymbolRequest* requests, int count) {
   Pass pass{requests, count, 0, false};

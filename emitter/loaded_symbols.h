@@ -30,6 +30,8 @@
 #ifndef RINGPROF_EMITTER_LOADED_SYMBOLS_H_
 #define RINGPROF_EMITTER_LOADED_SYMBOLS_H_
 
+#include <link.h>
+
 namespace ringprof {
 namespace emitter {
 
@@ -58,6 +60,16 @@ void LookUpSymbols(SymbolRequest* requests, int count);
 
 // dlsym(RTLD_NEXT, name) from libringprof.so: the address or null.
 void* NextSymbol(const char* name);
+
+// A loaded object's dynamic section (PT_DYNAMIC), or null.
+const ElfW(Dyn) * DynamicSection(const dl_phdr_info& info);
+
+// The run-time address of a pointer-valued dynamic entry (DT_SYMTAB, ...):
+// the loader relocates a writable dynamic section in place, while a
+// read-only one keeps link-time values, below the object's bias.
+inline ElfW(Addr) DynamicPointer(ElfW(Addr) bias, ElfW(Addr) value) {
+  return value < bias ? value + bias : value;
+}
 
 // Whether an object with this file name (the last component of its path,
 // e.g. "libgcc_s.so.1") is loaded.

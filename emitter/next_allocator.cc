@@ -421,14 +421,11 @@ void WriteSlot(uintptr_t slot, void* value, uintptr_t relro_start,
 int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
   Takeover& t = *static_cast<Takeover*>(data);
   const ElfW(Addr) bias = info->dlpi_addr;
-  const ElfW(Dyn)* dynamic = nullptr;
+  const ElfW(Dyn)* dynamic = DynamicSection(*info);
   uintptr_t lowest = UINTPTR_MAX, relro_start = 0, relro_end = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
     if (phdr.p_type == PT_LOAD && phdr.p_vaddr < lowest) lowest = phdr.p_vaddr;
-    if (phdr.p_type == PT_DYNAMIC) {
-      dynamic = reinterpret_cast<const ElfW(Dyn)*>(bias + phdr.p_vaddr);
-    }
     if (phdr.p_type == PT_GNU_RELRO) {
       relro_start = bias + phdr.p_vaddr;
       relro_end = relro_start + phdr.p_memsz;
@@ -442,10 +439,8 @@ int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
                           strstr(name, "/ld-linux") != nullptr)) {
     return 0;
   }
-  // ld.so relocated the pointers of a writable dynamic section in place;
-  // an unrelocated one is below the bias.
   auto address = [bias](ElfW(Addr) value) {
-    return value < bias ? value + bias : value;
+    return DynamicPointer(bias, value);
   };
   const ElfW(Sym)* symtab = nullptr;
   const char* strtab = nullptr;
