@@ -21,33 +21,17 @@ asserts, from the samples' `endpoint` label:
 Exits 1 with one line per failure.
 """
 
-import gzip
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-
-
-def load_profile_module():
-    out = tempfile.mkdtemp(prefix="tags_pb2_")
-    subprocess.run(["protoc", "--proto_path=" + ROOT, "--python_out=" + out,
-                    os.path.join(ROOT, "proto", "profile.proto")], check=True)
-    sys.path.insert(0, out)
-    from proto import profile_pb2  # pylint: disable=import-outside-toplevel
-    return profile_pb2
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "accuracy"))
+import compare  # pylint: disable=wrong-import-position
 
 
 def by_endpoint(profile_pb2, path, type_name):
-    profile = profile_pb2.Profile()
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    profile.ParseFromString(data)
+    profile = compare.read_profile(profile_pb2, path)
     strings = profile.string_table
     index = [strings[t.type] for t in profile.sample_type].index(type_name)
     out = {}
@@ -65,7 +49,7 @@ def main():
     max_diff, mode = float(sys.argv[3]), sys.argv[4]
     with open(truth_path) as f:
         truth = json.load(f)
-    pb2 = load_profile_module()
+    pb2 = compare.load_profile_module()
     failures = []
     if not truth["ringprof_available"]:
         failures.append("the program did not find libringprof.so")
