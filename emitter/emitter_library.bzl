@@ -1,0 +1,53 @@
+"""The emitter's libraries, each compiled twice (see emitter/BUILD.bazel)."""
+
+EMITTER_COPTS = [
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-fvisibility=hidden",
+    "-fno-stack-protector",
+    # CaptureStack starts its walk from its own frame pointer.
+    "-fno-omit-frame-pointer",
+]
+
+# A sanitizer runtime must come first in a process's library list, so a
+# preloaded library can never carry one: libringprof.so is built from a
+# second, never-instrumented compilation of the same sources (the *_preload
+# targets), whatever --config=asan/tsan says. The instrumented targets are
+# what the unit tests link. The preloaded compilation also pins glibc
+# symbol versions (glibc_compat.h, force-included in every file).
+NO_SANITIZER = ["-fno-sanitize=all"]
+
+PRELOAD = NO_SANITIZER + ["-include emitter/glibc_compat.h"]
+
+def emitter_library(
+        name,
+        srcs,
+        hdrs,
+        emitter_deps = [],
+        deps = [],
+        test_deps = [],
+        preload_deps = []):
+    """`name` (instrumented under sanitizers, for tests) and `name`_preload.
+
+    Args:
+      name: the library's name.
+      srcs: its sources.
+      hdrs: its headers.
+      emitter_deps: names of other emitter_library targets, linked in the
+          same variant (":x" or ":x_preload").
+      deps: dependencies of both variants.
+      test_deps: dependencies of `name` only.
+      preload_deps: dependencies of `name`_preload only.
+    """
+    for suffix, extra, variant_deps in [
+        ("", [], test_deps),
+        ("_preload", PRELOAD, [":glibc_compat"] + preload_deps),
+    ]:
+        native.cc_library(
+            name = name + suffix,
+            srcs = srcs,
+            hdrs = hdrs,
+            copts = EMITTER_COPTS + extra,
+            deps = [":" + d + suffix for d in emitter_deps] + deps +
+                   variant_deps,
+        )
