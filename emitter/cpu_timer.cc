@@ -29,6 +29,7 @@
 #include <cstring>
 
 #include "emitter/config.h"
+#include "emitter/fork_child.h"
 #include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
 #include "ringfile/format.h"
@@ -776,12 +777,9 @@ void CpuTimerOnThreadExit() {
 void CpuTimerAfterForkChild() {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   // Timers are not inherited: the registry's ids mean nothing here. (Only
-  // taken slots are written: a fork child copies each page it writes.)
-  ForEachUsedSlot([](int slot) {
-    if (g_registry[slot].load(std::memory_order_relaxed) != kFree) {
-      g_registry[slot].store(kFree, std::memory_order_relaxed);
-    }
-  });
+  // taken slots are written: fork_child.h.)
+  ForEachUsedSlot(
+      [](int slot) { StoreIfDifferent<int64_t>(g_registry[slot], kFree); });
   g_used_chunks.store(0, std::memory_order_relaxed);
   g_owner_pid = getpid();
   t_timer.slot = -1;

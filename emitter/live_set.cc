@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "emitter/fork_child.h"
 #include "emitter/runtime.h"
 #include "ringfile/format.h"
 
@@ -398,15 +399,9 @@ void SweepLiveSetNow() {
 }
 
 void ResetLiveSetSweepAfterFork() {
-  // Stores only what differs: each page a fork child writes is copied, and
-  // most children only exec.
-  if (g_sweeping) g_sweeping = false;
-  if (g_next_step_ns.load(std::memory_order_relaxed) != 0) {
-    g_next_step_ns.store(0, std::memory_order_relaxed);
-  }
-  if (g_sweep_lock.load(std::memory_order_relaxed)) {
-    g_sweep_lock.store(false, std::memory_order_relaxed);
-  }
+  if (g_sweeping) g_sweeping = false;  // (only if set: fork_child.h)
+  StoreIfDifferent<uint64_t>(g_next_step_ns, 0);
+  StoreIfDifferent(g_sweep_lock, false);
 }
 
 }  // namespace emitter

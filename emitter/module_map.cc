@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "emitter/cfi_unwinder.h"
+#include "emitter/fork_child.h"
 #include "emitter/libc_features.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
@@ -327,15 +328,9 @@ void NoteStackModules(const uint64_t* frames, int frame_count) {
 }
 
 void ResetModuleMapAfterFork() {
-  // Stores only what differs: each page a fork child writes is copied, and
-  // most children only exec.
-  if (g_locked.load(std::memory_order_relaxed)) Unlock();
+  if (g_locked.load(std::memory_order_relaxed)) Unlock();  // fork_child.h
   // The child's file is new: its first seconds get the early copies too.
-  if (g_reemit_interval_ns.load(std::memory_order_relaxed) !=
-      kFirstReemitIntervalNs) {
-    g_reemit_interval_ns.store(kFirstReemitIntervalNs,
-                               std::memory_order_relaxed);
-  }
+  StoreIfDifferent(g_reemit_interval_ns, kFirstReemitIntervalNs);
 }
 
 void MaybeReemitModules(uint64_t now_ns) {

@@ -20,6 +20,7 @@
 #include <new>
 
 #include "emitter/config.h"
+#include "emitter/fork_child.h"
 #include "emitter/free_tracker.h"
 #include "emitter/libc_features.h"
 #include "emitter/live_set.h"
@@ -464,29 +465,17 @@ void RestartSessionInForkChild() {
   tls_thread_state.name_generation = 0;
   // The thread keeps its tags; the child's file needs their definitions.
   ForgetRecordedTagSets();
-  // Here and below, only what differs is stored: each page a fork child
-  // writes is copied, and most children only exec.
-  if (g_lost_samples.load(std::memory_order_relaxed) != 0) {
-    g_lost_samples.store(0, std::memory_order_relaxed);
-  }
-  if (g_lost_weight.load(std::memory_order_relaxed) != 0) {
-    g_lost_weight.store(0, std::memory_order_relaxed);
-  }
+  StoreIfDifferent<uint64_t>(g_lost_samples, 0);
+  StoreIfDifferent<uint64_t>(g_lost_weight, 0);
   // On in the parent: file open, pending, or being created by a thread
   // that does not exist here (so the child starts its own from scratch).
   const bool on = g_enabled.load(std::memory_order_acquire) ||
                   g_ring_pending.load(std::memory_order_relaxed) ||
                   g_ring_opening.load(std::memory_order_relaxed) > 0;
-  if (g_enabled.load(std::memory_order_relaxed)) {
-    g_enabled.store(false, std::memory_order_release);
-  }
-  if (g_ring_opening.load(std::memory_order_relaxed) != 0) {
-    g_ring_opening.store(0, std::memory_order_relaxed);
-  }
+  StoreIfDifferent(g_enabled, false, std::memory_order_release);
+  StoreIfDifferent(g_ring_opening, 0);
   if (g_writer != nullptr) g_writer->Close();  // the child's mapping only
-  if (g_ring_pending.load(std::memory_order_relaxed) != on) {
-    g_ring_pending.store(on, std::memory_order_release);
-  }
+  StoreIfDifferent(g_ring_pending, on, std::memory_order_release);
 }
 
 }  // namespace emitter

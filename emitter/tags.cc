@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "emitter/fork_child.h"
 #include "emitter/runtime.h"
 #include "emitter/thread_state.h"
 #include "ringfile/format.h"
@@ -230,10 +231,7 @@ void ForgetRecordedTagSets() {
   if (last > kMaxTagSets) last = kMaxTagSets;
   for (uint32_t id = 1; id <= last; ++id) {
     for (std::atomic<uint32_t>& recorded : g_nodes[id].recorded) {
-      // Only what differs: a fork child copies each page it writes.
-      if (recorded.load(std::memory_order_relaxed) != 0) {
-        recorded.store(0, std::memory_order_relaxed);
-      }
+      StoreIfDifferent<uint32_t>(recorded, 0);
     }
   }
 }
