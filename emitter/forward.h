@@ -5,13 +5,15 @@
 // Contract: allocation-free, lock-free and async-signal-safe like the
 // entry points that inline them. Why the split: an entry point whose only
 // calls are tail calls needs no stack frame, so the common case of malloc
-// is a flag load, a TLS subtract, a predicted branch and a jump through the
-// next allocator's table, and the common case of free a flag load, a range
-// check, the live-set filter's byte load and the jump. The out-of-line
-// functions (the sampled path, the first call of the process, a free of a
-// possibly sampled block) are `noinline`: their frame, not the entry
-// point's, is the innermost recorded one, and the collector trims the
-// emitter's frames from stack leaves anyway.
+// is a TLS subtract, a predicted branch and a jump through the next
+// allocator's table, and the common case of free the live-set
+// filter's byte load, a predicted branch and the jump. No "is the table
+// resolved yet" test: the table's malloc and free start out as MallocUnready
+// and FreeUnready, which resolve it on the process's first call. The
+// out-of-line functions (the sampled path, the first call of the process, a
+// free of a possibly sampled block) are `noinline`: their frame, not the
+// entry point's, is the innermost recorded one, and the collector trims
+// the emitter's frames from stack leaves anyway.
 #ifndef RINGPROF_EMITTER_FORWARD_H_
 #define RINGPROF_EMITTER_FORWARD_H_
 
@@ -25,16 +27,12 @@
 namespace ringprof {
 namespace emitter {
 
-// Before the table is resolved: the bootstrap arena, or the resolved
-// allocator once this call resolved it.
-void* MallocUnready(size_t size);
 // malloc whose countdown expired: allocate, then sample on success.
 void* MallocSampled(size_t size);
 // aligned_alloc, likewise.
 void* AlignedAllocSampled(size_t alignment, size_t size);
-// free of a bootstrap block (dropped) or before the table is resolved.
-void FreeUnready(void* ptr);
-// free of a block the filter says may be a tracked sample.
+// free of a block the filter says may be a tracked sample or a bootstrap
+// block (whose cells are pinned; dropped).
 void FreeTracked(void* ptr);
 
 // The sampled path of every entry point: allocate, then record the block
@@ -52,20 +50,15 @@ __attribute__((noinline)) void* AllocateAndSample(size_t size,
   return ptr;
 }
 
-inline bool TableReady() {
-  return __builtin_expect(g_next_ready.load(std::memory_order_acquire), 1);
-}
-
 // malloc(size) as the interposed malloc does it.
 __attribute__((always_inline)) inline void* ForwardMalloc(size_t size) {
-  if (!TableReady()) return MallocUnready(size);
   if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
     return g_next.malloc(size);
   }
   return MallocSampled(size);
 }
 
-// aligned_alloc(alignment, size) with the table known to be ready.
+// aligned_alloc(alignment, size) with the table known to be resolved.
 __attribute__((always_inline)) inline void* ForwardAlignedAllocReady(
     size_t alignment, size_t size) {
   if (__builtin_expect(!AllocationNeedsSample(size), 1)) {
@@ -76,9 +69,6 @@ __attribute__((always_inline)) inline void* ForwardAlignedAllocReady(
 
 // free(ptr) as the interposed free does it.
 __attribute__((always_inline)) inline void ForwardFree(void* ptr) {
-  if (__builtin_expect(InBootstrapArena(ptr), 0) || !TableReady()) {
-    return FreeUnready(ptr);
-  }
   if (FreeNeedsTracking(ptr)) return FreeTracked(ptr);
   return g_next.free(ptr);
 }

@@ -4,10 +4,10 @@
 // *before* the allocator sees the pointer, so the address cannot be reused
 // and sampled again before its free is recorded.
 //
-// Cost: the check (FreeNeedsTracking) is inlined into the interposer: a
-// multiply, a shift and one byte load from live_set.h's filter, false for
-// every address that was never sampled (bar filter collisions). With
-// tracking off the filter stays all-zero, so the same test fails.
+// Cost: the check (FreeNeedsTracking) is inlined into the interposer: a few
+// shifts and one byte load from live_set.h's filter, false for every
+// address that was never sampled (bar filter collisions). With tracking off
+// the filter holds no samples, so the same test fails.
 //
 // All functions are lock-free, allocation-free and async-signal-safe.
 #ifndef RINGPROF_EMITTER_FREE_TRACKER_H_

@@ -11,7 +11,7 @@
 namespace ringprof {
 namespace emitter {
 
-std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
+alignas(4096) std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
 
 namespace {
 
@@ -108,6 +108,17 @@ void FilterRemove(uint64_t address) {
   g_live_filter[LiveFilterCell(address)].fetch_sub(1,
                                                    std::memory_order_relaxed);
 }
+
+}  // namespace
+
+void LiveFilterPin(uint64_t address) {
+  // Pins come first (bootstrap blocks exist before any sample), so the
+  // count never saturates before the pin is in it, and removals of samples
+  // never take it back to zero.
+  FilterAdd(address);
+}
+
+namespace {
 
 bool IndexInsert(uint64_t address, uint32_t entry) {
   const uint32_t first = IndexSlot(address);

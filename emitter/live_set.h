@@ -10,15 +10,14 @@
 // sample is not tracked.
 //
 // Three parts:
-//   * filter: 2^17 one-byte counters, cell = multiplicative hash of the
-//     address. A cell counts the live entries hashing to it, so the check
-//     every free() makes (MaybeLive) is a multiply, a shift and one byte
-//     load; it is zero for every address that was never sampled unless a
-//     sampled one shares its cell (≈ live entries / 131072 of frees, e.g.
-//     1.5% with 2000 live samples). The array is in .bss: untouched 4 KiB
-//     pages read the kernel's shared zero page, so with a sparse set most of
-//     these loads hit the same few cache lines. (tcmalloc marks sampled
-//     spans in its page map, which an interposer on top of another
+//   * filter: 2^17 one-byte counters, one per 16-byte granule of a 2 MiB
+//     region (LiveFilterCell). A cell counts the live entries in it, so the
+//     check every free() makes (MaybeLive) is two shifts, an xor, a mask
+//     and one byte load; it is zero for every address that was never
+//     sampled unless a sampled one shares its cell (≈ live entries / 131072
+//     of frees, e.g. 1.5% with 2000 live samples). The array is in .bss:
+//     untouched 4 KiB pages read the kernel's shared zero page. (tcmalloc marks
+//     sampled spans in its page map, which an interposer on top of another
 //     allocator does not have; ddprof keeps a hashed address bitset.
 //     Counters instead of bits let a free clear its cell exactly.)
 //   * index: open addressing (2^15 slots, at most kLiveMaxProbes probes),
@@ -51,9 +50,14 @@ inline constexpr uint64_t kSweepStepNs = 1'000'000ull;
 
 extern std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
 
+// The cell of a 16-byte granule: its offset within its 2 MiB region, folded
+// with the region's number. Neighbouring blocks share a cache line of the
+// filter (a free touches the line its neighbours' frees just touched, not
+// a random one of 2048), and the same offset in different regions (thread
+// arenas are 64 MiB-aligned) lands in different cells.
 inline uint32_t LiveFilterCell(uint64_t address) {
-  return static_cast<uint32_t>((address * 0x9e3779b97f4a7c15ull) >>
-                               (64 - kLiveFilterBits));
+  return static_cast<uint32_t>(((address >> 4) ^ (address >> 21)) &
+                               ((1u << kLiveFilterBits) - 1));
 }
 
 // The free path's test: false means `address` is certainly not live.
@@ -61,6 +65,10 @@ inline bool MaybeLive(uint64_t address) {
   return g_live_filter[LiveFilterCell(address)].load(
              std::memory_order_relaxed) != 0;
 }
+
+// Marks the cell of `address` for good, so that every free of it takes the
+// slow path (next_allocator.h's bootstrap blocks, which free must drop).
+void LiveFilterPin(uint64_t address);
 
 // Sets the entries up for stacks of up to `max_frames` frames (the storage
 // is mapped by the first LiveSetReserve; if that fails, samples are

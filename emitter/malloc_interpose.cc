@@ -28,9 +28,11 @@ namespace emitter {
 
 // forward.h's out-of-line paths.
 
+// The table's malloc until resolved: the resolved allocator's, or the
+// bootstrap arena while this thread resolves.
 void* MallocUnready(size_t size) {
   if (!ResolveNextAllocator()) return BootstrapAllocate(size, 16);
-  return ForwardMalloc(size);
+  return g_next.malloc(size);
 }
 
 void* MallocSampled(size_t size) {
@@ -43,16 +45,36 @@ void* AlignedAllocSampled(size_t alignment, size_t size) {
   });
 }
 
+// The table's free until resolved: while this thread resolves, nothing the
+// next allocator made can exist yet.
 void FreeUnready(void* ptr) {
-  // A bootstrap block is never returned; before the table is resolved
-  // nothing the next allocator made can exist yet.
-  if (InBootstrapArena(ptr) || !NextReady()) return;
-  ForwardFree(ptr);
+  if (!ResolveNextAllocator()) return;
+  g_next.free(ptr);
+}
+
+// The table's calloc until resolved. The arena is static storage that is
+// never reused: already zero.
+void* CallocUnready(size_t count, size_t size) {
+  if (ResolveNextAllocator()) return g_next.calloc(count, size);
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return BootstrapAllocate(bytes, 16);
+}
+
+// The table's realloc until resolved. realloc's interposer has already
+// moved bootstrap blocks; no other block can exist before the table does.
+void* ReallocUnready(void* ptr, size_t size) {
+  if (ResolveNextAllocator()) return g_next.realloc(ptr, size);
+  return BootstrapAllocate(size, 16);
 }
 
 // Reported first, so that its address cannot be reused and sampled again
 // before the free is recorded.
 __attribute__((noinline)) void FreeTracked(void* ptr) {
+  if (InBootstrapArena(ptr)) return;  // never returned
   OnFreeOfPossiblySampled(reinterpret_cast<uintptr_t>(ptr));
   g_next.free(ptr);
 }
@@ -126,6 +148,33 @@ void* MoveOutOfArena(void* ptr, size_t size, Allocate allocate) {
   return moved;
 }
 
+__attribute__((noinline)) void* CallocSampled(size_t count, size_t size) {
+  return AllocateAndSample(
+      count * size, [count, size] { return g_next.calloc(count, size); });
+}
+
+__attribute__((noinline)) void* ReallocSampled(void* ptr, size_t size) {
+  return AllocateAndSample(size,
+                           [ptr, size] { return g_next.realloc(ptr, size); });
+}
+
+// realloc of a block the filter says may be a tracked sample (reported
+// freed only if realloc succeeds or, with size 0, frees it) or a bootstrap
+// block.
+__attribute__((noinline)) void* ReallocTracked(void* ptr, size_t size) {
+  if (InBootstrapArena(ptr)) {
+    return MoveOutOfArena(ptr, size, [](size_t n) {
+      return NextReady() ? g_next.malloc(n) : BootstrapAllocate(n, 16);
+    });
+  }
+  return ResizeSampled(ptr, size == 0, [ptr, size]() -> void* {
+    if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
+      return g_next.realloc(ptr, size);
+    }
+    return ReallocSampled(ptr, size);
+  });
+}
+
 }  // namespace
 
 // Each entry point: the countdown first, so that the common case ends in a
@@ -138,41 +187,21 @@ RINGPROF_EXPORT void free(void* ptr) { ringprof::emitter::ForwardFree(ptr); }
 
 RINGPROF_EXPORT void* calloc(size_t count, size_t size) {
   size_t bytes;
-  const bool overflow = __builtin_mul_overflow(count, size, &bytes);
-  if (__builtin_expect(!NextReady(), 0)) {
-    // The arena is static storage that is never reused: already zero.
-    if (overflow) {
-      errno = ENOMEM;
-      return nullptr;
-    }
-    return BootstrapAllocate(bytes, 16);
-  }
-  if (overflow || __builtin_expect(!AllocationNeedsSample(bytes), 1)) {
+  if (__builtin_mul_overflow(count, size, &bytes) ||
+      __builtin_expect(!AllocationNeedsSample(bytes), 1)) {
     return g_next.calloc(count, size);
   }
-  return AllocateAndSample(
-      bytes, [count, size] { return g_next.calloc(count, size); });
+  return CallocSampled(count, size);
 }
 
 RINGPROF_EXPORT void* realloc(void* ptr, size_t size) {
-  if (__builtin_expect(InBootstrapArena(ptr), 0)) {
-    return MoveOutOfArena(ptr, size, [](size_t n) {
-      return NextReady() ? g_next.malloc(n) : BootstrapAllocate(n, 16);
-    });
+  // A sampled old block or a bootstrap block (their filter cells are set).
+  if (FreeNeedsTracking(ptr)) return ReallocTracked(ptr, size);
+  // realloc(p, 0) frees p: not an allocation.
+  if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return g_next.realloc(ptr, size);
   }
-  if (__builtin_expect(!NextReady(), 0)) return BootstrapAllocate(size, 16);
-  auto resize = [ptr, size]() -> void* {
-    // realloc(p, 0) frees p: not an allocation.
-    if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
-      return g_next.realloc(ptr, size);
-    }
-    return AllocateAndSample(size,
-                             [ptr, size] { return g_next.realloc(ptr, size); });
-  };
-  // A sampled old block: reported freed only if realloc succeeds (or, with
-  // size 0, frees it).
-  if (FreeNeedsTracking(ptr)) return ResizeSampled(ptr, size == 0, resize);
-  return resize();
+  return ReallocSampled(ptr, size);
 }
 
 RINGPROF_EXPORT void* reallocarray(void* ptr, size_t count, size_t size) {

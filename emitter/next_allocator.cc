@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emitter/live_set.h"
 #include "emitter/loaded_symbols.h"
 
 extern "C" {
@@ -24,8 +25,10 @@ void* __libc_memalign(size_t alignment, size_t size);
 namespace ringprof {
 namespace emitter {
 
-NextAllocator g_next;
-std::atomic<bool> g_next_ready{false};
+// malloc, free, calloc and realloc start out as the resolving stubs.
+alignas(64) NextAllocator g_next{MallocUnready, FreeUnready, CallocUnready,
+                                 ReallocUnready};
+alignas(64) std::atomic<bool> g_next_ready{false};
 alignas(64) unsigned char g_bootstrap_arena[kBootstrapArenaSize];
 
 namespace {
@@ -210,7 +213,8 @@ void NoteCxxObjects(const SymbolRequest* cxx_requests) {
 void ClassifyOperatorNew();
 
 void ResolveAll() {
-  // Nothing reads g_next before g_next_ready is set.
+  // Nothing reads g_next before g_next_ready is set, but for the stubs'
+  // four slots: each is one aligned pointer, stored once.
   SymbolRequest requests[kCEntryCount + kCxxEntryCount];
   for (int i = 0; i < kCEntryCount; ++i) {
     requests[i] = {kCEntries[i].name, SymbolScope::kNext};
@@ -267,6 +271,7 @@ void* BootstrapAllocate(size_t size, size_t alignment) {
   } while (!g_arena_used.compare_exchange_weak(used, end,
                                                std::memory_order_relaxed));
   memcpy(g_bootstrap_arena + start - kArenaHeader, &size, sizeof(size));
+  LiveFilterPin(reinterpret_cast<uintptr_t>(g_bootstrap_arena + start));
   return g_bootstrap_arena + start;
 }
 

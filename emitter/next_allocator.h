@@ -15,6 +15,8 @@
 //    the calling thread resolves, it is served from a small static arena
 //    (BootstrapAllocate); its blocks are never returned, and every free-like
 //    entry point must drop them (InBootstrapArena) instead of forwarding.
+//    free itself tests that only on its slow path: each block's cell in the
+//    live-set filter (live_set.h) is pinned, so its free takes that path.
 //  - Entry points the next allocator lacks (jemalloc's mallocx family on
 //    glibc, free_sized before glibc 2.38) are emulated on top of the next
 //    allocator's malloc/memalign/realloc/free/malloc_usable_size.
@@ -101,6 +103,15 @@ enum NewMode : int {
   // through the interposer).
   kNewRuntime = 3,
 };
+
+// Until resolved, the table's malloc, free, calloc and realloc are these
+// (malloc_interpose.cc), which resolve it on the process's first call, so
+// that those four interposers need no "resolved yet" test; every other
+// entry is read only after NextReady().
+void* MallocUnready(size_t size);
+void FreeUnready(void* ptr);
+void* CallocUnready(size_t count, size_t size);
+void* ReallocUnready(void* ptr, size_t size);
 
 extern NextAllocator g_next;
 extern std::atomic<bool> g_next_ready;
