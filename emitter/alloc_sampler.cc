@@ -69,6 +69,12 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   }
   if (decision.timing_only && !TakeTimingBudget(decision.now_ns)) return;
 
+  // The ring slot and the live-set index slot written below are likely
+  // cold: their loads overlap the stack walk instead of following it.
+  PrefetchRecordSlot();
+  if (!decision.timing_only && FreeTrackingOn()) {
+    LiveSetPrefetch(reinterpret_cast<uintptr_t>(address));
+  }
   RecordThreadNameIfChanged();
 
   const int max_frames = MaxFrames();

@@ -212,6 +212,12 @@ bool MapEntries() {
 
 }  // namespace
 
+void LiveSetPrefetch(uint64_t address) {
+  const uint32_t slot = IndexSlot(address);
+  __builtin_prefetch(&g_index_address[slot], 1, 3);
+  __builtin_prefetch(&g_index_entry[slot], 1, 3);
+}
+
 uint32_t LiveSetReserve(uint64_t address) {
   if (address <= kSlotRemoved || !MapEntries()) return kNoEntry;
   const uint32_t entry = PopEntry();

@@ -56,7 +56,8 @@ extern std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
 // a random one of 2048), and the same offset in different regions (thread
 // arenas are 64 MiB-aligned) lands in different cells.
 inline uint32_t LiveFilterCell(uint64_t address) {
-  return static_cast<uint32_t>(((address >> 4) ^ (address >> 21)) &
+  // (address >> 4) ^ (address >> 21), one instruction shorter.
+  return static_cast<uint32_t>(((address ^ (address >> 17)) >> 4) &
                                ((1u << kLiveFilterBits) - 1));
 }
 
@@ -79,6 +80,9 @@ bool LiveSetInit(int max_frames);
 // indexes `address` (which must not be live). kNoEntry when the set is full
 // or not initialised: the sample is then untracked.
 uint32_t LiveSetReserve(uint64_t address);
+// Starts loading the index slot LiveSetReserve(address) will probe first
+// into the cache: the sampled path calls it before walking the stack.
+void LiveSetPrefetch(uint64_t address);
 // ... and after: makes the entry visible to sweeps with the sample's data.
 void LiveSetPublish(uint32_t entry, uint64_t alloc_ns, uint32_t tid,
                     uint16_t flags, uint64_t requested_size,

@@ -355,6 +355,12 @@ bool AppendRecord(ringfile::RecordType type, const void* head,
                             tail_size);
 }
 
+void PrefetchRecordSlot() {
+  if (g_enabled.load(std::memory_order_acquire)) {
+    g_writer->PrefetchNextSlot(CurrentTid());
+  }
+}
+
 uint32_t CurrentTid() {
   uint32_t tid = tls_thread_state.tid;
   if (__builtin_expect(tid == 0, 0)) {

@@ -34,6 +34,11 @@ bool AppendRecordInRing(uint32_t shard, ringfile::RecordType type,
                         const void* head, uint32_t head_size, const void* tail,
                         uint32_t tail_size);
 
+// Starts loading the slot the calling thread's next AppendRecord will take
+// into the cache (RingWriter::PrefetchNextSlot): the sampled paths call it
+// before walking the stack.
+void PrefetchRecordSlot();
+
 // The calling thread's kernel tid, cached in initial-exec TLS.
 uint32_t CurrentTid();
 

@@ -21,6 +21,9 @@ namespace ringprof {
 namespace ringfile {
 namespace {
 
+// PrefetchNextSlot's reach: an allocation sample with a 32-frame stack.
+constexpr uint32_t kPrefetchBytes = 384;
+
 // Copies a C string into a fixed NUL-padded field, truncating; the field is
 // always NUL-terminated.
 void CopyPadded(char* field, size_t field_size, const char* value) {
@@ -271,6 +274,21 @@ bool RingWriter::TryAppend(RecordType type, const void* head,
 
   slot->sequence.store(kCommittedSequence(index), std::memory_order_release);
   return true;
+}
+
+void RingWriter::PrefetchNextSlot(uint32_t shard_hint) const {
+  if (base_ == nullptr) return;
+  const uint32_t ring = shard_hint % ring_count_;
+  const uint64_t index =
+      control_[ring].next_index.load(std::memory_order_relaxed);
+  const uint8_t* slot_base = slots_ + (uint64_t{ring} * slots_per_ring_ +
+                                       (index & (slots_per_ring_ - 1))) *
+                                          slot_size_;
+  const uint32_t bytes =
+      slot_size_ < kPrefetchBytes ? slot_size_ : kPrefetchBytes;
+  for (uint32_t offset = 0; offset < bytes; offset += 64) {
+    __builtin_prefetch(slot_base + offset, 1, 3);
+  }
 }
 
 void RingWriter::MarkProcessEnded() {

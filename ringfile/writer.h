@@ -60,6 +60,12 @@ class RingWriter {
   bool TryAppend(RecordType type, const void* head, uint32_t head_size,
                  const void* tail, uint32_t tail_size, uint32_t shard_hint);
 
+  // Starts loading the slot the next TryAppend with `shard_hint` will
+  // claim into the cache, so that an append made a little later (after a
+  // stack walk) does not wait for memory. Only a hint: changes nothing in
+  // the file, and another writer may take that slot first.
+  void PrefetchNextSlot(uint32_t shard_hint) const;
+
   // Marks the header's kFlagProcessEnded (after appending kProcessEnd).
   void MarkProcessEnded();
 
