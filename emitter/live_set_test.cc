@@ -63,6 +63,43 @@ TEST_F(LiveSetTest, MembershipIsExactAndTheFilterClears) {
   }
 }
 
+// The free path's cell keeps neighbouring blocks on one cache line of the
+// filter, and the same offset in different 64 MiB-aligned regions (glibc's
+// thread arenas) in different cells.
+TEST_F(LiveSetTest, FilterCellsKeepNeighboursTogetherAndArenasApart) {
+  const uint64_t base = uint64_t{0x7f12} << 32;
+  for (uint64_t offset = 0; offset < 1024; offset += 16) {
+    EXPECT_EQ(LiveFilterCell(base + offset) / 64, LiveFilterCell(base) / 64);
+    if (offset != 0) {
+      EXPECT_NE(LiveFilterCell(base + offset), LiveFilterCell(base));
+    }
+  }
+  std::set<uint32_t> cells;
+  for (uint64_t arena = 0; arena < 64; ++arena) {
+    cells.insert(LiveFilterCell(base + (arena << 26) + 0x1230));
+  }
+  EXPECT_EQ(cells.size(), 64u);
+}
+
+// A pinned cell (a bootstrap block's) stays set whatever samples sharing it
+// come and go, so every free of the pinned address takes the slow path.
+TEST_F(LiveSetTest, PinnedCellOutlivesSamplesSharingIt) {
+  // In a cell no other test's addresses use (theirs are all below 2^15),
+  // since a pin is for good.
+  const uint64_t pinned = Address(9, 0) + (uint64_t{1} << 20);
+  ASSERT_GE(LiveFilterCell(pinned), 1u << 15);
+  const uint64_t sharing = pinned + (uint64_t{1} << 38);
+  ASSERT_EQ(LiveFilterCell(pinned), LiveFilterCell(sharing));
+  ASSERT_FALSE(MaybeLive(pinned));
+  LiveFilterPin(pinned);
+  EXPECT_TRUE(MaybeLive(pinned));
+  ASSERT_TRUE(Track(sharing));
+  EXPECT_TRUE(Untrack(sharing));
+  EXPECT_TRUE(MaybeLive(pinned));
+  EXPECT_TRUE(MaybeLive(sharing));  // a collision, and only a "maybe"
+  EXPECT_FALSE(Untrack(pinned));    // never a sample
+}
+
 TEST_F(LiveSetTest, ReallocFailureRestoresTheEntry) {
   const uint64_t address = Address(2, 0);
   ASSERT_TRUE(Track(address));
