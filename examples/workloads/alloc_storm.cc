@@ -89,7 +89,9 @@ __attribute__((noinline)) void* StormWorker(void* arg) {
   char name[16];
   snprintf(name, sizeof(name), "storm-%d-%d", worker.wave, worker.index);
   pthread_setname_np(pthread_self(), name);
-  uint64_t rng = 0x9e3779b97f4a7c15ull * (worker.tid + 1);
+  // The same sizes in every run (benchmarks compare instruction counts).
+  uint64_t rng =
+      0x9e3779b97f4a7c15ull * (worker.wave * 1024 + worker.index + 1);
   uint64_t done = 0;
   while (done < worker.budget_bytes) {
     const uint64_t r = NextRandom(rng);
