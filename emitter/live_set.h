@@ -48,7 +48,9 @@ inline constexpr uint64_t kSweepIntervalNs = 10'000'000'000ull;
 inline constexpr uint32_t kSweepBatch = 32;
 inline constexpr uint64_t kSweepStepNs = 1'000'000ull;
 
-extern std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
+// Hidden, like next_allocator.h's table: free addresses it directly.
+extern std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits]
+    __attribute__((visibility("hidden")));
 
 // The cell of a 16-byte granule: its offset within its 2 MiB region, folded
 // with the region's number. Neighbouring blocks share a cache line of the

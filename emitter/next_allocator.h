@@ -113,8 +113,11 @@ void FreeUnready(void* ptr);
 void* CallocUnready(size_t count, size_t size);
 void* ReallocUnready(void* ptr, size_t size);
 
-extern NextAllocator g_next;
-extern std::atomic<bool> g_next_ready;
+// Declared hidden (as -fvisibility=hidden makes their definitions), so that
+// the interposers address them directly: a default-visibility declaration
+// costs a GOT load (which the linker relaxes to a lea) on every call.
+extern NextAllocator g_next __attribute__((visibility("hidden")));
+extern std::atomic<bool> g_next_ready __attribute__((visibility("hidden")));
 
 // Resolves the table unless done; false when the calling thread is itself
 // resolving (the caller must then use the bootstrap arena).
@@ -137,7 +140,7 @@ void* BootstrapAllocate(size_t size, size_t alignment);
 // The size requested for a bootstrap block.
 size_t BootstrapBlockSize(const void* ptr);
 
-extern unsigned char g_bootstrap_arena[];
+extern unsigned char g_bootstrap_arena[] __attribute__((visibility("hidden")));
 inline constexpr size_t kBootstrapArenaSize = 64 * 1024;
 
 inline bool InBootstrapArena(const void* ptr) {
