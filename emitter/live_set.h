@@ -48,9 +48,7 @@ inline constexpr uint64_t kSweepIntervalNs = 10'000'000'000ull;
 inline constexpr uint32_t kSweepBatch = 32;
 inline constexpr uint64_t kSweepStepNs = 1'000'000ull;
 
-// Hidden, like next_allocator.h's table: free addresses it directly.
-extern std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits]
-    __attribute__((visibility("hidden")));
+extern std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
 
 // The cell of a 16-byte granule: its offset within its 2 MiB region, folded
 // with the region's number. Neighbouring blocks share a cache line of the
