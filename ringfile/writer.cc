@@ -230,7 +230,8 @@ bool RingWriter::TryAppend(RecordType type, const void* head,
                            uint32_t head_size, const void* tail,
                            uint32_t tail_size, uint32_t shard_hint) {
   if (base_ == nullptr) return false;
-  RingControl& control = control_[shard_hint % ring_count_];
+  const uint32_t ring = shard_hint % ring_count_;
+  RingControl& control = control_[ring];
   const uint64_t payload_size = uint64_t{head_size} + tail_size;
   if (payload_size > slot_size_ - kSlotHeaderSize) {
     control.dropped.fetch_add(1, std::memory_order_relaxed);
@@ -239,10 +240,7 @@ bool RingWriter::TryAppend(RecordType type, const void* head,
 
   const uint64_t index =
       control.next_index.fetch_add(1, std::memory_order_relaxed);
-  uint8_t* slot_base =
-      slots_ + (uint64_t{shard_hint % ring_count_} * slots_per_ring_ +
-                (index & (slots_per_ring_ - 1))) *
-                   slot_size_;
+  uint8_t* slot_base = Slot(ring, index);
   SlotHeader* slot = reinterpret_cast<SlotHeader*>(slot_base);
 
   // Claim the slot: only from a committed (even) older lap. An odd value is
@@ -279,11 +277,8 @@ bool RingWriter::TryAppend(RecordType type, const void* head,
 void RingWriter::PrefetchNextSlot(uint32_t shard_hint) const {
   if (base_ == nullptr) return;
   const uint32_t ring = shard_hint % ring_count_;
-  const uint64_t index =
-      control_[ring].next_index.load(std::memory_order_relaxed);
-  const uint8_t* slot_base = slots_ + (uint64_t{ring} * slots_per_ring_ +
-                                       (index & (slots_per_ring_ - 1))) *
-                                          slot_size_;
+  const uint8_t* slot_base =
+      Slot(ring, control_[ring].next_index.load(std::memory_order_relaxed));
   const uint32_t bytes =
       slot_size_ < kPrefetchBytes ? slot_size_ : kPrefetchBytes;
   for (uint32_t offset = 0; offset < bytes; offset += 64) {

@@ -76,6 +76,13 @@ class RingWriter {
   uint32_t max_payload_size() const;
 
  private:
+  // Where record `index` of ring `ring` goes.
+  uint8_t* Slot(uint32_t ring, uint64_t index) const {
+    return slots_ + (uint64_t{ring} * slots_per_ring_ +
+                     (index & (slots_per_ring_ - 1))) *
+                        slot_size_;
+  }
+
   uint8_t* base_ = nullptr;
   size_t size_ = 0;
   FileHeader* header_ = nullptr;
