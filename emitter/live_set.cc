@@ -11,7 +11,7 @@
 namespace ringprof {
 namespace emitter {
 
-alignas(4096) std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
+std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
 
 namespace {
 
@@ -109,17 +109,6 @@ void FilterRemove(uint64_t address) {
                                                    std::memory_order_relaxed);
 }
 
-}  // namespace
-
-void LiveFilterPin(uint64_t address) {
-  // Pins come first (bootstrap blocks exist before any sample), so the
-  // count never saturates before the pin is in it, and removals of samples
-  // never take it back to zero.
-  FilterAdd(address);
-}
-
-namespace {
-
 bool IndexInsert(uint64_t address, uint32_t entry) {
   const uint32_t first = IndexSlot(address);
   for (int probe = 0; probe < kLiveMaxProbes; ++probe) {
@@ -211,6 +200,13 @@ bool MapEntries() {
 }
 
 }  // namespace
+
+void LiveFilterPin(uint64_t address) {
+  // Pins come first (bootstrap blocks exist before any sample), so the
+  // count never saturates before the pin is in it, and removals of samples
+  // never take it back to zero.
+  FilterAdd(address);
+}
 
 void LiveSetPrefetch(uint64_t address) {
   const uint32_t slot = IndexSlot(address);

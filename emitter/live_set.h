@@ -6,8 +6,8 @@
 // Contract: every function is lock-free, allocation-free and
 // async-signal-safe (also re-entered from a signal handler on the same
 // thread); the only syscall is the mmap of the entries by the first
-// LiveSetReserve, none on the hot paths. Nothing blocks: when the set is full a
-// sample is not tracked.
+// LiveSetReserve, none on the hot paths. Nothing blocks: when the set is
+// full a sample is not tracked.
 //
 // Three parts:
 //   * filter: 2^17 one-byte counters, one per 16-byte granule of a 2 MiB
@@ -16,16 +16,17 @@
 //     and one byte load; it is zero for every address that was never
 //     sampled unless a sampled one shares its cell (≈ live entries / 131072
 //     of frees, e.g. 1.5% with 2000 live samples). The array is in .bss:
-//     untouched 4 KiB pages read the kernel's shared zero page. (tcmalloc marks
-//     sampled spans in its page map, which an interposer on top of another
-//     allocator does not have; ddprof keeps a hashed address bitset.
+//     untouched 4 KiB pages read the kernel's shared zero page. (tcmalloc
+//     marks sampled spans in its page map, which an interposer on top of
+//     another allocator does not have; ddprof keeps a hashed address
+//     bitset.
 //     Counters instead of bits let a free clear its cell exactly.)
 //   * index: open addressing (2^15 slots, at most kLiveMaxProbes probes),
 //     address -> entry, consulted only when the filter says "maybe".
 //   * entries: kLiveCapacity slots in an anonymous mapping made by the
 //     first sample entered (pages are touched only as entries are used; a
-//     freed entry is reused first), each holding one sample's fields and stack
-//     behind a seqlock so that a sweep on another thread copies it
+//     freed entry is reused first), each holding one sample's fields and
+//     stack behind a seqlock so that a sweep on another thread copies it
 //     consistently.
 #ifndef RINGPROF_EMITTER_LIVE_SET_H_
 #define RINGPROF_EMITTER_LIVE_SET_H_
