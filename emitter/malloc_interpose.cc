@@ -158,6 +158,16 @@ __attribute__((noinline)) void* ReallocSampled(void* ptr, size_t size) {
                            [ptr, size] { return g_next.realloc(ptr, size); });
 }
 
+// realloc as it is for a block that is not a tracked sample.
+__attribute__((always_inline)) inline void* ForwardRealloc(void* ptr,
+                                                           size_t size) {
+  // realloc(p, 0) frees p: not an allocation.
+  if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
+    return g_next.realloc(ptr, size);
+  }
+  return ReallocSampled(ptr, size);
+}
+
 // realloc of a block the filter says may be a tracked sample (reported
 // freed only if realloc succeeds or, with size 0, frees it) or a bootstrap
 // block.
@@ -167,12 +177,8 @@ __attribute__((noinline)) void* ReallocTracked(void* ptr, size_t size) {
       return NextReady() ? g_next.malloc(n) : BootstrapAllocate(n, 16);
     });
   }
-  return ResizeSampled(ptr, size == 0, [ptr, size]() -> void* {
-    if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
-      return g_next.realloc(ptr, size);
-    }
-    return ReallocSampled(ptr, size);
-  });
+  return ResizeSampled(ptr, size == 0,
+                       [ptr, size] { return ForwardRealloc(ptr, size); });
 }
 
 }  // namespace
@@ -197,11 +203,7 @@ RINGPROF_EXPORT void* calloc(size_t count, size_t size) {
 RINGPROF_EXPORT void* realloc(void* ptr, size_t size) {
   // A sampled old block or a bootstrap block (their filter cells are set).
   if (FreeNeedsTracking(ptr)) return ReallocTracked(ptr, size);
-  // realloc(p, 0) frees p: not an allocation.
-  if (size == 0 || __builtin_expect(!AllocationNeedsSample(size), 1)) {
-    return g_next.realloc(ptr, size);
-  }
-  return ReallocSampled(ptr, size);
+  return ForwardRealloc(ptr, size);
 }
 
 RINGPROF_EXPORT void* reallocarray(void* ptr, size_t count, size_t size) {
