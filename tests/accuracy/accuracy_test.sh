@@ -15,6 +15,9 @@
 #
 # Usage: accuracy_test.sh native|gvisor
 set -uo pipefail
+# gVisor 20240729 (systrap platform) from tools/setup; RUNSC=runsc runs
+# Debian 12's 20221219 (ptrace platform) instead.
+RUNSC="${RUNSC:-/opt/runsc-20240729/runsc}"
 
 mode=${1:?native|gvisor}
 max_l1=0.05
@@ -29,7 +32,7 @@ run_in_mode() {
     return
   fi
   mkdir -p "${work}/runsc"
-  timeout --kill-after=5 200 runsc --rootless --network=host \
+  timeout --kill-after=5 200 "${RUNSC}" --rootless --network=host \
     --root="${work}/runsc" do -force-overlay=false "$@"
 }
 

@@ -7,6 +7,9 @@
 #
 # Usage: preload_test.sh native|gvisor
 set -uo pipefail
+# gVisor 20240729 (systrap platform) from tools/setup; RUNSC=runsc runs
+# Debian 12's 20221219 (ptrace platform) instead.
+RUNSC="${RUNSC:-/opt/runsc-20240729/runsc}"
 
 mode=${1:?native|gvisor}
 root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
@@ -20,11 +23,11 @@ if [[ ${mode} == native ]]; then
 fi
 state="${work}/runsc"
 mkdir -p "${state}"
-if ! timeout 60 runsc --rootless --network=host --root="${state}" \
+if ! timeout 60 "${RUNSC}" --rootless --network=host --root="${state}" \
   do /bin/true >"${work}/probe.txt" 2>&1; then
   echo "FAIL: runsc cannot start a sandbox here:"
   cat "${work}/probe.txt"
   exit 1
 fi
-timeout --kill-after=5 240 runsc --rootless --network=host --root="${state}" \
+timeout --kill-after=5 240 "${RUNSC}" --rootless --network=host --root="${state}" \
   do bash "${checks}" gvisor "${root}" "${work}/sandbox"

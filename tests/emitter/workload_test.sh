@@ -9,6 +9,9 @@
 # in the same pod reads them. If runsc cannot start a sandbox, the test
 # fails and says why: it never skips.
 set -uo pipefail
+# gVisor 20240729 (systrap platform) from tools/setup; RUNSC=runsc runs
+# Debian 12's 20221219 (ptrace platform) instead.
+RUNSC="${RUNSC:-/opt/runsc-20240729/runsc}"
 
 mode=${1:?native|gvisor}
 root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
@@ -28,7 +31,7 @@ run_check() {
     timeout --kill-after=5 170 "${check}" "$@" >"${out}" 2>&1
   else
     # runsc keeps unix sockets in its state dir: a short path of our own.
-    timeout --kill-after=5 170 runsc --rootless --network=host \
+    timeout --kill-after=5 170 "${RUNSC}" --rootless --network=host \
       --root="${state_dir}" do "${check}" "$@" >"${out}" 2>&1
   fi
 }
@@ -36,7 +39,7 @@ run_check() {
 if [[ ${mode} == gvisor ]]; then
   state_dir=$(mktemp -d /tmp/ringprof-emitter-runsc.XXXXXX)
   probe="${out_dir}/runsc_probe.txt"
-  if ! timeout 60 runsc --rootless --network=host --root="${state_dir}" \
+  if ! timeout 60 "${RUNSC}" --rootless --network=host --root="${state_dir}" \
     do /bin/true >"${probe}" 2>&1; then
     echo "FAIL: runsc cannot start a sandbox here:"
     cat "${probe}"

@@ -18,7 +18,9 @@
 # the sandbox writes through its own file offset, so sharing one stdout file
 # with host processes interleaves and overwrites lines.
 
-: "${RUNSC:=runsc}"
+# gVisor 20240729 (default platform systrap), installed by tools/setup;
+# RUNSC=runsc selects Debian 12's 20221219 (ptrace platform only).
+: "${RUNSC:=/opt/runsc-20240729/runsc}"
 : "${GVISOR_TIMEOUT_SECONDS:=120}"
 
 _gvisor_state_dir=""
@@ -62,7 +64,7 @@ gvisor_do() {
 
 gvisor_require_runsc() {
   if ! command -v "${RUNSC}" >/dev/null 2>&1; then
-    _gvisor_fail "runsc not found on PATH (Debian package 'runsc'; run tools/setup)"
+    _gvisor_fail "${RUNSC} not found (run tools/setup)"
   fi
   local out debug_dir
   out=$(mktemp)

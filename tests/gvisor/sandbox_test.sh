@@ -14,6 +14,8 @@
 #      -force-overlay=false.
 set -euo pipefail
 
+# An argument names the runsc to test (default: runsc_lib.sh's).
+if (($#)); then RUNSC=$1; fi
 source tests/gvisor/runsc_lib.sh
 readonly PROBES="${PWD}/tests/gvisor"
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/sandbox_test.XXXXXX")

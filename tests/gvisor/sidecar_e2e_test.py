@@ -51,7 +51,9 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import profile_summary  # noqa: E402
 
-RUNSC = os.environ.get("RUNSC", "runsc")
+# gVisor 20240729 (systrap) from tools/setup; RUNSC=runsc: Debian 12's
+# 20221219 (ptrace).
+RUNSC = os.environ.get("RUNSC", "/opt/runsc-20240729/runsc")
 RING_DIR = "/dev/shm/ringprof"  # inside the sandbox: its private tmpfs
 TIME_BOUND_S = 60.0
 # Samples whose stack reaches the thread's entry point. Not 100%: a CPU-timer
@@ -110,7 +112,7 @@ def runsc_command(state_dir, do_flags, argv):
 def require_runsc(state_dir, scratch):
     """Fails the test, with runsc's own words, when no sandbox starts."""
     if shutil.which(RUNSC) is None:
-        fail("runsc not found on PATH (Debian package 'runsc'; run tools/setup)")
+        fail("%s not found (run tools/setup)" % RUNSC)
     debug_dir = os.path.join(scratch, "runsc-debug") + "/"
     cmd = ([RUNSC, "--rootless", "--network=host", "--root=" + state_dir,
             "--debug", "--debug-log=" + debug_dir, "do", "/bin/true"])
