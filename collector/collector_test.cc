@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "collector/profile/pprof_validate.h"
+#include "collector/pprof/pprof_validate.h"
 #include "gtest/gtest.h"
 #include "ringfile/clock.h"
 #include "ringfile/test_util.h"

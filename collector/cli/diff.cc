@@ -12,7 +12,7 @@
 #include "collector/cli/commands.h"
 #include "collector/cli/flags.h"
 #include "collector/cli/startup.h"
-#include "collector/profile/pprof_io.h"
+#include "collector/pprof/pprof_io.h"
 #include "collector/render/flamegraph.h"
 
 namespace ringprof {

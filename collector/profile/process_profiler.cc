@@ -11,7 +11,7 @@
 #include "collector/base/hex.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
-#include "collector/shipping/labels.h"
+#include "collector/pprof/label_rules.h"
 
 namespace ringprof {
 namespace collector {
@@ -39,8 +39,6 @@ constexpr uint64_t kTruncatedMarker = 1;
 // Followed by the stack's sample-label index; no real LocationKey is 2.
 constexpr uint64_t kLabelsMarker = 2;
 
-constexpr char kSpanIdLabel[] = "span_id";
-constexpr char kCpuSourceLabel[] = "ringprof_cpu_source";
 constexpr char kOtherTagValue[] = "other";
 // The emitter interns at most this many tag sets per process.
 constexpr size_t kMaxTagSets = 4096;
@@ -482,12 +480,11 @@ void ProcessProfiler::OnTagSet(const ringfile::TagSetView& tag_set) {
   }
   Labels labels;
   for (const auto& [key, value] : tag_set.tags) {
-    absl::StatusOr<std::string> name = shipping::SanitizeLabelName(key);
-    std::string text = shipping::SanitizeLabelValue(value);
+    absl::StatusOr<std::string> name = SanitizeLabelName(key);
+    std::string text = SanitizeLabelValue(value);
     // A workload may not set a name the collector or the server owns, nor
     // a series label of the collector's, nor span_id (ringprof_span_set's).
-    bool refused = !name.ok() || text.empty() ||
-                   shipping::IsCollectorOwnedLabel(*name) ||
+    bool refused = !name.ok() || text.empty() || IsCollectorOwnedLabel(*name) ||
                    *name == kSpanIdLabel || *name == kCpuSourceLabel;
     for (const auto& [extra, unused] : options_.extra_labels) {
       refused |= name.ok() && *name == extra;
@@ -946,7 +943,7 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
     }
     if (!builder.empty()) {
       submit("process_cpu", builder,
-             {{"ringprof_cpu_source", timer_mode_ ? "timer" : "alloc_ticks"}});
+             {{kCpuSourceLabel, timer_mode_ ? "timer" : "alloc_ticks"}});
     }
   }
   // The in-use snapshot as of the window's end (everything, at the end of

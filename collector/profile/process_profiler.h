@@ -16,7 +16,7 @@
 // Emitter-reported losses appear as a "[lost]" frame in the memory profile.
 // Samples carry the application's tags and span id (TagSet records, the
 // samples' tag_set and span_id) as pprof sample labels, under the label
-// rules of collector/shipping/labels.h and a per-key budget of distinct
+// rules of collector/pprof/label_rules.h and a per-key budget of distinct
 // values (beyond it: "other"); a tick-picked CPU estimate carries the
 // labels of the picked sample.
 //
@@ -45,8 +45,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/types/span.h"
+#include "collector/pprof/pprof_builder.h"
 #include "collector/profile/inuse_tracker.h"
-#include "collector/profile/pprof_builder.h"
 #include "collector/profile/tick_picker.h"
 #include "collector/sink/sink.h"
 #include "collector/symbolize/symbolizer.h"

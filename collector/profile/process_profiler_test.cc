@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "collector/profile/pprof_validate.h"
+#include "collector/pprof/pprof_validate.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ringfile/test_util.h"

@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "collector/pprof/utf8.h"
 #include "collector/render/flamegraph_assets.h"
 
 namespace ringprof {
@@ -359,27 +360,6 @@ std::string HtmlEscape(absl::string_view text) {
     }
   }
   return out;
-}
-
-// Length of the valid UTF-8 sequence at text[i], or 0 when it is invalid.
-size_t Utf8SequenceLength(absl::string_view text, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  unsigned char lead = byte(i);
-  size_t length = lead < 0xc2   ? 0
-                  : lead < 0xe0 ? 2
-                  : lead < 0xf0 ? 3
-                  : lead < 0xf5 ? 4
-                                : 0;
-  if (length == 0 || i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-  }
-  // Overlong 3/4-byte forms, UTF-16 surrogates, code points past U+10FFFF.
-  if (lead == 0xe0 && byte(i + 1) < 0xa0) return 0;
-  if (lead == 0xed && byte(i + 1) >= 0xa0) return 0;
-  if (lead == 0xf0 && byte(i + 1) < 0x90) return 0;
-  if (lead == 0xf4 && byte(i + 1) >= 0x90) return 0;
-  return length;
 }
 
 // A JSON string literal safe to embed in a <script> element: <, >, & and

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_split.h"
-#include "collector/profile/utf8.h"
+#include "collector/pprof/utf8.h"
 #include "collector/shipping/labels.h"
 
 namespace {
@@ -15,7 +15,8 @@ namespace {
 using ringprof::collector::WindowProfile;
 namespace shipping = ringprof::collector::shipping;
 
-std::string Get(const shipping::Labels& labels, const std::string& name) {
+std::string Get(const ringprof::collector::Labels& labels,
+                const std::string& name) {
   for (const auto& [k, v] : labels) {
     if (k == name) return v;
   }
@@ -48,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.tags = {{"env", "prod"}};
   const shipping::SeriesLabels series =
       shipping::BuildSeriesLabels(config, profile);
-  if (!shipping::ValidateSeriesLabels(series.labels).ok() ||
+  if (!ringprof::collector::ValidateSeriesLabels(series.labels).ok() ||
       Get(series.labels, "hostname") != "host" ||
       Get(series.labels, "pod") != "pod-1" ||
       Get(series.labels, "env") != "prod" ||
@@ -56,11 +57,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Get(series.labels, "pid") != "<unset>") {
     abort();
   }
-  absl::StatusOr<shipping::Labels> tags = shipping::ParseTags(input);
+  absl::StatusOr<ringprof::collector::Labels> tags =
+      ringprof::collector::ParseTags(input);
   if (tags.ok()) {
-    shipping::Labels labels = {{"__name__", "x"}, {"service_name", "s"}};
+    ringprof::collector::Labels labels = {{"__name__", "x"},
+                                          {"service_name", "s"}};
     labels.insert(labels.end(), tags->begin(), tags->end());
-    if (!shipping::ValidateSeriesLabels(labels).ok()) abort();
+    if (!ringprof::collector::ValidateSeriesLabels(labels).ok()) abort();
   }
   return 0;
 }

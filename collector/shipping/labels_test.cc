@@ -16,65 +16,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
 
-TEST(ParseTagsTest, ParsesPyroscopeTagSyntaxRenamingDotsLikeTheServer) {
-  absl::StatusOr<Labels> tags =
-      ParseTags(" env=prod , region = eu.1,k8s.cluster=prod,_x=1 ");
-  ASSERT_TRUE(tags.ok()) << tags.status();
-  EXPECT_THAT(*tags, ElementsAre(Pair("env", "prod"), Pair("region", "eu.1"),
-                                 Pair("k8s_cluster", "prod"), Pair("_x", "1")));
-  EXPECT_TRUE(ParseTags("")->empty());
-  // The operator may name the host.
-  EXPECT_TRUE(ParseTags("hostname=h,namespace=n,pod=p").ok());
-}
-
-TEST(ParseTagsTest, RejectsWhatPyroscopeWouldReject) {
-  struct Case {
-    std::string text, fragment;
-  } cases[] = {
-      {"env", "name=value"},
-      {"my-env=prod", "invalid label name"},
-      {"1env=prod", "must not start with a digit"},
-      {"=prod", "empty label name"},
-      {"env=", "empty value"},
-      {"env=a,env=b", "twice"},
-      {"a_b=1,a.b=2", "after renaming"},
-      {"service_name=x", "reserved"},
-      {"pid=1", "reserved"},
-      {"__name__=x", "reserved"},
-      {"__session_id__=0011223344556677", "reserved"},
-      {"__otel__=true", "reserved"},
-      {"__order__=enforced", "reserved"},
-      {"__delta__=false", "reserved"},
-      {std::string(1025, 'a') + "=v", "longer than 1024"},
-      {"k=" + std::string(2049, 'v'), "longer than 2048"},
-      {"k=\xff\xfe", "UTF-8"},
-      {"k=\xc0\xaf", "UTF-8"},  // overlong '/'
-  };
-  for (const Case& c : cases) {
-    absl::StatusOr<Labels> tags = ParseTags(c.text);
-    ASSERT_FALSE(tags.ok()) << c.text;
-    EXPECT_EQ(tags.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(tags.status().message(), HasSubstr(c.fragment)) << c.text;
-  }
-  std::string many;
-  for (int i = 0; i < 19; ++i) many += "k" + std::to_string(i) + "=v,";
-  EXPECT_FALSE(ParseTags(many).ok());
-}
-
-TEST(ParseTagsTest, AcceptsMultibyteUtf8Values) {
-  EXPECT_TRUE(ParseTags("team=\xc3\xa9quipe,emoji=\xf0\x9f\x94\xa5").ok());
-}
-
-TEST(SanitizeTest, NamesAndValues) {
-  EXPECT_EQ(*SanitizeLabelName("a.b.c"), "a_b_c");
-  EXPECT_FALSE(SanitizeLabelName("9a").ok());
-  EXPECT_FALSE(SanitizeLabelName("a b").ok());
-  EXPECT_FALSE(SanitizeLabelName("caf\xc3\xa9").ok());
-  EXPECT_EQ(SanitizeLabelValue("caf\xe9"), "caf\xEF\xBF\xBD");
-  const std::string long_value = std::string(2047, 'v') + "\xc3\xa9";
-  EXPECT_EQ(SanitizeLabelValue(long_value), std::string(2047, 'v'));
-}
-
 WindowProfile Profile(const std::string& name) {
   WindowProfile p;
   p.name = name;
@@ -170,29 +111,6 @@ TEST(BuildSeriesLabelsTest, WorkloadLabelsStopAtThirty) {
   EXPECT_EQ(s.labels.size(), 30u);
   EXPECT_EQ(s.dropped.size(), 13u);
   EXPECT_TRUE(ValidateSeriesLabels(s.labels).ok());
-}
-
-TEST(ValidateSeriesLabelsTest, ChecksCountNamesAndPresenceOfNameAndService) {
-  EXPECT_FALSE(ValidateSeriesLabels({{"service_name", "x"}}).ok());
-  EXPECT_FALSE(ValidateSeriesLabels({{"__name__", "x"}}).ok());
-  const Labels base = {{"__name__", "x"}, {"service_name", "s"}};
-  auto with = [&](Labels extra) {
-    Labels l = base;
-    l.insert(l.end(), extra.begin(), extra.end());
-    return l;
-  };
-  EXPECT_TRUE(ValidateSeriesLabels(base).ok());
-  EXPECT_FALSE(ValidateSeriesLabels(with({{"a", "1"}, {"a", "2"}})).ok());
-  EXPECT_FALSE(ValidateSeriesLabels(with({{"a b", "1"}})).ok());
-  EXPECT_FALSE(ValidateSeriesLabels(with({{"1a", "1"}})).ok());
-  EXPECT_FALSE(ValidateSeriesLabels(with({{"a.b", "1"}})).ok());
-  Labels many = base;
-  for (int i = 0; i < 29; ++i) many.emplace_back("l" + std::to_string(i), "v");
-  EXPECT_FALSE(ValidateSeriesLabels(many).ok());
-  many.pop_back();
-  EXPECT_TRUE(ValidateSeriesLabels(many).ok());
-  EXPECT_THAT(ValidateSeriesLabels(with({{"a", ""}})).message(),
-              HasSubstr("empty"));
 }
 
 }  // namespace

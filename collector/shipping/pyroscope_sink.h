@@ -57,7 +57,7 @@
 #include "absl/status/statusor.h"
 #include "collector/base/clock.h"
 #include "collector/base/log.h"
-#include "collector/profile/pprof_validate.h"
+#include "collector/pprof/pprof_validate.h"
 #include "collector/shipping/backlog.h"
 #include "collector/shipping/http_uploader.h"
 #include "collector/shipping/labels.h"

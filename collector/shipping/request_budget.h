@@ -17,7 +17,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "collector/shipping/labels.h"
+#include "collector/pprof/label_rules.h"
 
 namespace ringprof {
 namespace collector {
@@ -29,10 +29,10 @@ size_t RequestCost(const Labels& labels, size_t pprof_bytes);
 
 // `pprof` (serialized, uncompressed) refolded so that it is at most
 // `max_bytes`: the largest stacks by the default sample type are kept, the
-// rest become one "[trimmed]" sample. Sample labels are not kept (ringprof's
-// profiles have none). InvalidArgument when `pprof` does not parse;
-// ResourceExhausted when even a profile of one "[trimmed]" sample does not
-// fit.
+// rest become one "[trimmed]" sample (which has no labels); the kept
+// samples keep their labels (PprofBuilder::AddProfile). InvalidArgument when
+// `pprof` does not parse or its ids do not resolve; ResourceExhausted when
+// even a profile of one "[trimmed]" sample does not fit.
 absl::StatusOr<std::string> FitProfile(const std::string& pprof,
                                        size_t max_bytes);
 

@@ -3,8 +3,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "collector/profile/pprof_builder.h"
-#include "collector/profile/pprof_validate.h"
+#include "collector/pprof/label_rules.h"
+#include "collector/pprof/pprof_builder.h"
+#include "collector/pprof/pprof_validate.h"
 #include "gtest/gtest.h"
 
 namespace ringprof {
@@ -73,6 +74,52 @@ TEST(RequestBudgetTest, FitsAProfileKeepingTotalsAndTheLargestStacks) {
     has_trimmed |= after.string_table(f.name()) == "[trimmed]";
   }
   EXPECT_TRUE(has_trimmed);
+}
+
+TEST(RequestBudgetTest, TrimmingKeepsTheLabelsAndSpanIdsOfKeptSamples) {
+  ProfileSpec spec = CpuProfileSpec(10'000'000);
+  PprofBuilder b(spec);
+  for (int s = 0; s < 3000; ++s) {
+    std::vector<PprofBuilder::LocationId> stack;
+    for (int f = 0; f < 20; ++f) {
+      LineSpec line{absl::StrCat("fn_", s, "_", f, std::string(60, 'x')),
+                    "src/file.cc", f};
+      stack.push_back(b.InternLocation(0, 0x1000 + s * 64 + f,
+                                       absl::MakeConstSpan(&line, 1)));
+    }
+    const auto labels =
+        b.InternLabels({{"request", absl::StrCat("r", s % 7)},
+                        {std::string(kSpanIdLabel),
+                         absl::StrCat(absl::Hex(s, absl::kZeroPad16))}});
+    b.AddSample(stack, {int64_t{1000} * (1 + s)}, labels);
+  }
+  const std::string big = b.Build().SerializeAsString();
+  ASSERT_GT(big.size(), 2u << 20);
+  absl::StatusOr<std::string> fitted = FitProfile(big, 1 << 20);
+  ASSERT_TRUE(fitted.ok()) << fitted.status();
+  Profile after;
+  ASSERT_TRUE(after.ParseFromString(*fitted));
+  EXPECT_TRUE(ValidatePprof(after).ok()) << ValidatePprof(after);
+  int labelled = 0;
+  for (const auto& s : after.sample()) {
+    std::string request, span;
+    for (const auto& l : s.label()) {
+      if (after.string_table(l.key()) == "request") {
+        request = after.string_table(l.str());
+      }
+      if (after.string_table(l.key()) == kSpanIdLabel) {
+        span = after.string_table(l.str());
+      }
+    }
+    if (s.location_id_size() != 20) continue;  // "[trimmed]"
+    // Each kept stack is the one its labels were given to.
+    const int64_t index = s.value(0) / 1000 - 1;
+    EXPECT_EQ(request, absl::StrCat("r", index % 7));
+    EXPECT_EQ(span, absl::StrCat(absl::Hex(index, absl::kZeroPad16)));
+    ++labelled;
+  }
+  EXPECT_GT(labelled, 100);
+  EXPECT_LT(after.sample_size(), 3000);
 }
 
 TEST(RequestBudgetTest, SmallProfileUnchangedAndGarbageRefused) {

@@ -16,7 +16,7 @@
 
 #include "collector/base/gzip.h"
 #include "collector/base/metrics.h"
-#include "collector/profile/pprof_validate.h"
+#include "collector/pprof/pprof_validate.h"
 #include "collector/shipping/backlog.h"
 #include "collector/shipping/codec.h"
 #include "collector/shipping/http_uploader.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/base/file.h"
 #include "collector/base/log.h"
-#include "collector/profile/pprof_io.h"
+#include "collector/pprof/pprof_io.h"
 #include "collector/render/flamegraph.h"
 
 namespace ringprof {

@@ -27,7 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "collector/profile/profile_merger.h"
+#include "collector/pprof/profile_merger.h"
 #include "collector/sink/sink.h"
 
 namespace ringprof {

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/base/file.h"
-#include "collector/profile/pprof_builder.h"
-#include "collector/profile/pprof_io.h"
-#include "collector/profile/pprof_validate.h"
-#include "collector/profile/profile_merger.h"
+#include "collector/pprof/pprof_builder.h"
+#include "collector/pprof/pprof_io.h"
+#include "collector/pprof/pprof_validate.h"
+#include "collector/pprof/profile_merger.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -33,7 +33,7 @@ struct WindowProfile {
   int64_t from_unix_ns = 0;   // window start, wall clock
   int64_t until_unix_ns = 0;  // window end (exclusive)
   // Serialized perftools.profiles.Profile, uncompressed, already valid under
-  // Pyroscope's rules (collector/pprof_validate.h).
+  // Pyroscope's rules (collector/pprof/pprof_validate.h).
   std::string pprof;
   uint32_t pid = 0;
   std::string service_name;

@@ -32,7 +32,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "collector/profile/pprof_io.h"
+#include "collector/pprof/pprof_io.h"
 #include "collector/symbolize/symbolizer.h"
 
 namespace ringprof {

@@ -6,8 +6,8 @@
 // from the workload (any bytes), so every string is repaired on its way in.
 //
 // Thread-safe (pure functions); no allocation beyond the returned string.
-#ifndef RINGPROF_COLLECTOR_UTF8_H_
-#define RINGPROF_COLLECTOR_UTF8_H_
+#ifndef RINGPROF_COLLECTOR_PPROF_UTF8_H_
+#define RINGPROF_COLLECTOR_PPROF_UTF8_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +17,10 @@
 
 namespace ringprof {
 namespace collector {
+
+// Length of the valid UTF-8 sequence starting at s[i] (1 for ASCII), or 0
+// when none starts there (an invalid or truncated sequence). i < s.size().
+size_t Utf8SequenceLength(absl::string_view s, size_t i);
 
 // Strict UTF-8 (as Go's utf8.ValidString): no overlong forms, no
 // surrogates, nothing above U+10FFFF.
@@ -33,4 +37,4 @@ absl::string_view TruncateUtf8(absl::string_view s, size_t max_bytes);
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_UTF8_H_
+#endif  // RINGPROF_COLLECTOR_PPROF_UTF8_H_

@@ -1,4 +1,4 @@
-#include "collector/profile/utf8.h"
+#include "collector/pprof/utf8.h"
 
 #include "gtest/gtest.h"
 

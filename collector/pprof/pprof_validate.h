@@ -7,8 +7,8 @@
 // "never produce an invalid profile".
 //
 // Thread-safe (pure functions).
-#ifndef RINGPROF_COLLECTOR_PPROF_VALIDATE_H_
-#define RINGPROF_COLLECTOR_PPROF_VALIDATE_H_
+#ifndef RINGPROF_COLLECTOR_PPROF_PPROF_VALIDATE_H_
+#define RINGPROF_COLLECTOR_PPROF_PPROF_VALIDATE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -63,4 +63,4 @@ absl::StatusOr<perftools::profiles::Profile> ParseAndValidatePprof(
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_PPROF_VALIDATE_H_
+#endif  // RINGPROF_COLLECTOR_PPROF_PPROF_VALIDATE_H_

@@ -1,4 +1,4 @@
-#include "collector/profile/pprof_builder.h"
+#include "collector/pprof/pprof_builder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "collector/profile/utf8.h"
+#include "collector/pprof/utf8.h"
 
 namespace ringprof {
 namespace collector {
@@ -42,7 +42,77 @@ class StringTable {
   absl::flat_hash_map<std::string, int64_t> index_;
 };
 
+const std::string& StringAt(const perftools::profiles::Profile& p,
+                            int64_t index) {
+  static const std::string* const kEmpty = new std::string();
+  return index >= 0 && index < p.string_table_size() ? p.string_table(index)
+                                                     : *kEmpty;
+}
+
+// The builder's ids of a parsed profile's mappings and locations.
+struct ImportedIds {
+  absl::flat_hash_map<uint64_t, PprofBuilder::MappingId> mappings;
+  absl::flat_hash_map<uint64_t, PprofBuilder::LocationId> locations;
+};
+
+void ImportMappings(const perftools::profiles::Profile& p,
+                    PprofBuilder& builder, ImportedIds& ids) {
+  for (const auto& m : p.mapping()) {
+    MappingSpec spec;
+    spec.memory_start = m.memory_start();
+    spec.memory_limit = m.memory_limit();
+    spec.file_offset = m.file_offset();
+    spec.filename = StringAt(p, m.filename());
+    spec.build_id = StringAt(p, m.build_id());
+    spec.has_functions = m.has_functions();
+    spec.has_filenames = m.has_filenames();
+    spec.has_line_numbers = m.has_line_numbers();
+    spec.has_inline_frames = m.has_inline_frames();
+    ids.mappings[m.id()] = builder.InternMapping(spec);
+  }
+}
+
+// `p` passed CheckPprofIds: every id resolves.
+void ImportLocations(const perftools::profiles::Profile& p,
+                     PprofBuilder& builder, ImportedIds& ids) {
+  absl::flat_hash_map<uint64_t, const perftools::profiles::Function*> functions;
+  for (const auto& f : p.function()) functions[f.id()] = &f;
+  std::vector<LineSpec> lines;
+  for (const auto& l : p.location()) {
+    lines.clear();
+    for (const auto& line : l.line()) {
+      const perftools::profiles::Function& f = *functions[line.function_id()];
+      lines.push_back(
+          {StringAt(p, f.name()), StringAt(p, f.filename()), line.line()});
+    }
+    const PprofBuilder::MappingId mapping =
+        l.mapping_id() == 0 ? 0 : ids.mappings[l.mapping_id()];
+    ids.locations[l.id()] = builder.InternLocation(mapping, l.address(), lines);
+  }
+}
+
 }  // namespace
+
+ProfileSpec SpecOfProfile(const perftools::profiles::Profile& p) {
+  ProfileSpec spec;
+  for (const auto& vt : p.sample_type()) {
+    spec.sample_types.push_back(
+        {StringAt(p, vt.type()), StringAt(p, vt.unit())});
+  }
+  spec.period_type = {StringAt(p, p.period_type().type()),
+                      StringAt(p, p.period_type().unit())};
+  spec.period = p.period();
+  spec.time_nanos = p.time_nanos();
+  spec.duration_nanos = p.duration_nanos();
+  spec.primary_value = std::max(0, p.sample_type_size() - 1);
+  for (int i = 0; i < p.sample_type_size(); ++i) {
+    if (p.default_sample_type() != 0 &&
+        p.sample_type(i).type() == p.default_sample_type()) {
+      spec.primary_value = i;
+    }
+  }
+  return spec;
+}
 
 ProfileSpec CpuProfileSpec(int64_t period_ns) {
   ProfileSpec spec;
@@ -175,6 +245,35 @@ void PprofBuilder::AddSample(absl::Span<const LocationId> stack,
   for (size_t i = 0; i < sum.size() && i < values.size(); ++i) {
     sum[i] += values[i];
   }
+}
+
+absl::Status PprofBuilder::AddProfile(const perftools::profiles::Profile& p,
+                                      absl::Span<const bool> columns) {
+  // Checked before anything is added: a bad profile adds nothing.
+  if (absl::Status ids = CheckPprofIds(p); !ids.ok()) return ids;
+  ImportedIds ids;
+  ImportMappings(p, *this, ids);
+  ImportLocations(p, *this, ids);
+  std::vector<LocationId> stack;
+  std::vector<int64_t> values;
+  Labels labels;
+  for (const auto& s : p.sample()) {
+    stack.clear();
+    for (uint64_t id : s.location_id()) stack.push_back(ids.locations[id]);
+    values.assign(s.value().begin(), s.value().end());
+    values.resize(spec_.sample_types.size(), 0);
+    for (size_t i = 0; i < values.size() && i < columns.size(); ++i) {
+      if (!columns[i]) values[i] = 0;
+    }
+    labels.clear();
+    for (const auto& label : s.label()) {
+      if (label.str() != 0) {
+        labels.emplace_back(StringAt(p, label.key()), StringAt(p, label.str()));
+      }
+    }
+    AddSample(stack, values, InternLabels(labels));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<size_t> PprofBuilder::SamplesByRank() const {

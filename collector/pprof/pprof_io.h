@@ -3,8 +3,8 @@
 // Reading also accepts uncompressed files.
 //
 // Thread-safe (no shared state).
-#ifndef RINGPROF_COLLECTOR_PPROF_IO_H_
-#define RINGPROF_COLLECTOR_PPROF_IO_H_
+#ifndef RINGPROF_COLLECTOR_PPROF_PPROF_IO_H_
+#define RINGPROF_COLLECTOR_PPROF_PPROF_IO_H_
 
 #include <string>
 
@@ -27,4 +27,4 @@ absl::StatusOr<perftools::profiles::Profile> ReadProfileFile(
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_PPROF_IO_H_
+#endif  // RINGPROF_COLLECTOR_PPROF_PPROF_IO_H_

@@ -1,4 +1,4 @@
-#include "collector/profile/utf8.h"
+#include "collector/pprof/utf8.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,8 +7,11 @@ namespace ringprof {
 namespace collector {
 namespace {
 
-// Length of the valid sequence starting at s[i], or 0 when there is none.
-size_t SequenceLength(absl::string_view s, size_t i) {
+constexpr absl::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+}  // namespace
+
+size_t Utf8SequenceLength(absl::string_view s, size_t i) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
   if (c < 0x80) return 1;
   size_t extra;
@@ -39,13 +42,9 @@ size_t SequenceLength(absl::string_view s, size_t i) {
   return extra + 1;
 }
 
-constexpr absl::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-}  // namespace
-
 bool IsValidUtf8(absl::string_view s) {
   for (size_t i = 0; i < s.size();) {
-    const size_t n = SequenceLength(s, i);
+    const size_t n = Utf8SequenceLength(s, i);
     if (n == 0) return false;
     i += n;
   }
@@ -56,7 +55,7 @@ std::string SanitizeUtf8(absl::string_view s, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(s.size(), max_bytes));
   for (size_t i = 0; i < s.size();) {
-    size_t n = SequenceLength(s, i);
+    size_t n = Utf8SequenceLength(s, i);
     absl::string_view piece = n == 0 ? kReplacement : s.substr(i, n);
     if (out.size() + piece.size() > max_bytes) break;
     out.append(piece.data(), piece.size());

@@ -1,7 +1,7 @@
 // For tests: runs `go tool pprof` (Debian's golang-go) on a profile file,
 // the reference reader our profiles must satisfy.
-#ifndef RINGPROF_COLLECTOR_GO_PPROF_TESTUTIL_H_
-#define RINGPROF_COLLECTOR_GO_PPROF_TESTUTIL_H_
+#ifndef RINGPROF_COLLECTOR_PPROF_GO_PPROF_TESTUTIL_H_
+#define RINGPROF_COLLECTOR_PPROF_GO_PPROF_TESTUTIL_H_
 
 #include <string>
 #include <vector>
@@ -20,4 +20,4 @@ absl::StatusOr<std::string> RunGoPprof(const std::vector<std::string>& args);
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_GO_PPROF_TESTUTIL_H_
+#endif  // RINGPROF_COLLECTOR_PPROF_GO_PPROF_TESTUTIL_H_

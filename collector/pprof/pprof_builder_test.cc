@@ -1,4 +1,4 @@
-#include "collector/profile/pprof_builder.h"
+#include "collector/pprof/pprof_builder.h"
 
 #include <cstdlib>
 #include <string>
@@ -6,9 +6,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "collector/profile/go_pprof_testutil.h"
-#include "collector/profile/pprof_io.h"
-#include "collector/profile/pprof_validate.h"
+#include "collector/pprof/go_pprof_testutil.h"
+#include "collector/pprof/pprof_io.h"
+#include "collector/pprof/pprof_validate.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -7,16 +7,17 @@
 // PprofBuilder).
 //
 // Thread-compatible.
-#ifndef RINGPROF_COLLECTOR_PROFILE_MERGER_H_
-#define RINGPROF_COLLECTOR_PROFILE_MERGER_H_
+#ifndef RINGPROF_COLLECTOR_PPROF_PROFILE_MERGER_H_
+#define RINGPROF_COLLECTOR_PPROF_PROFILE_MERGER_H_
 
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
-#include "collector/profile/pprof_builder.h"
+#include "collector/pprof/pprof_builder.h"
 #include "proto/profile.pb.h"
 
 namespace ringprof {
@@ -45,14 +46,12 @@ class ProfileMerger {
   absl::Status Add(const perftools::profiles::Profile& profile,
                    const std::string& series,
                    perftools::profiles::Profile* movable);
-  // Adds the profile's columns that are (or are not) snapshots; `profile`
-  // passed CheckPprofIds.
-  absl::Status AddValues(const perftools::profiles::Profile& profile,
-                         bool snapshots, PprofBuilder& builder) const;
 
   PyroscopeLimits limits_;
   std::unique_ptr<PprofBuilder> builder_;
-  std::vector<bool> snapshot_;  // per sample type
+  // Per sample type: whether it is a snapshot (inuse_*), and its negation.
+  absl::InlinedVector<bool, 4> snapshot_columns_;
+  absl::InlinedVector<bool, 4> sum_columns_;
   std::map<std::string, perftools::profiles::Profile> latest_;  // by series
   ProfileSpec spec_;
   int64_t end_nanos_ = 0;
@@ -61,4 +60,4 @@ class ProfileMerger {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_PROFILE_MERGER_H_
+#endif  // RINGPROF_COLLECTOR_PPROF_PROFILE_MERGER_H_

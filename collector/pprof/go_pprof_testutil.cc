@@ -1,4 +1,4 @@
-#include "collector/profile/go_pprof_testutil.h"
+#include "collector/pprof/go_pprof_testutil.h"
 
 #include <stdio.h>
 #include <sys/wait.h>

@@ -1,9 +1,9 @@
-#include "collector/profile/pprof_validate.h"
+#include "collector/pprof/pprof_validate.h"
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "collector/profile/utf8.h"
+#include "collector/pprof/utf8.h"
 
 namespace ringprof {
 namespace collector {

@@ -1,4 +1,4 @@
-#include "collector/profile/pprof_io.h"
+#include "collector/pprof/pprof_io.h"
 
 #include "absl/strings/str_cat.h"
 #include "collector/base/file.h"

@@ -22,8 +22,8 @@
 // Only what the kept samples reference is written out.
 //
 // Thread-compatible.
-#ifndef RINGPROF_COLLECTOR_PPROF_BUILDER_H_
-#define RINGPROF_COLLECTOR_PPROF_BUILDER_H_
+#ifndef RINGPROF_COLLECTOR_PPROF_PPROF_BUILDER_H_
+#define RINGPROF_COLLECTOR_PPROF_PPROF_BUILDER_H_
 
 #include <cstdint>
 #include <string>
@@ -31,9 +31,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "collector/profile/pprof_validate.h"
+#include "collector/pprof/pprof_validate.h"
 #include "proto/profile.pb.h"
 
 namespace ringprof {
@@ -60,6 +61,9 @@ ProfileSpec CpuProfileSpec(int64_t period_ns);
 // alloc_objects/count, alloc_space/bytes, inuse_objects/count,
 // inuse_space/bytes (Go's heap profile types; default alloc_space).
 ProfileSpec MemoryProfileSpec();
+// The spec of a parsed profile: its sample types, period, time and default
+// sample type (the last one when it names none).
+ProfileSpec SpecOfProfile(const perftools::profiles::Profile& profile);
 
 struct MappingSpec {
   uint64_t memory_start = 0;
@@ -106,6 +110,17 @@ class PprofBuilder {
   // The "[trimmed]" sample that folds the smallest ones has no labels.
   void AddSample(absl::Span<const LocationId> stack,
                  absl::Span<const int64_t> values, LabelSetId labels = 0);
+
+  // Imports a parsed pprof: its mappings, functions and locations are
+  // interned, and each sample is added with its string labels (numeric
+  // labels are not kept). A sample's values are taken one per sample type
+  // of this builder (missing ones count 0); when `columns` is not empty,
+  // only the columns it marks true are taken (the others count 0). This is
+  // the one way a profile that was already built enters a builder again
+  // (merging, trimming). InvalidArgument, and nothing added, when an id of
+  // `profile` does not resolve (CheckPprofIds).
+  absl::Status AddProfile(const perftools::profiles::Profile& profile,
+                          absl::Span<const bool> columns = {});
 
   size_t sample_count() const { return samples_.size(); }
   bool empty() const { return samples_.empty(); }
@@ -163,4 +178,4 @@ class PprofBuilder {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_PPROF_BUILDER_H_
+#endif  // RINGPROF_COLLECTOR_PPROF_PPROF_BUILDER_H_

@@ -1,0 +1,201 @@
+#include "collector/pprof/label_rules.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "collector/pprof/utf8.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+bool IsNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+}  // namespace
+
+bool HasLabel(const Labels& labels, absl::string_view name) {
+  return std::any_of(labels.begin(), labels.end(),
+                     [&](const auto& kv) { return kv.first == name; });
+}
+
+absl::StatusOr<std::string> SanitizeLabelName(absl::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError("empty label name");
+  if (name.size() > kMaxLabelNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label name longer than ", kMaxLabelNameBytes, " bytes"));
+  }
+  if (absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid label name \"", SanitizeUtf8(name),
+                     "\": must not start with a digit"));
+  }
+  std::string out(name);
+  for (char& c : out) {
+    if (c == '.') {
+      c = '_';
+    } else if (!IsNameChar(c)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid label name \"", SanitizeUtf8(name),
+                       "\": only letters, digits, '_' and '.' are allowed"));
+    }
+  }
+  return out;
+}
+
+std::string SanitizeLabelValue(absl::string_view value) {
+  if (value.size() <= kMaxLabelValueBytes && IsValidUtf8(value)) {
+    return std::string(value);
+  }
+  return SanitizeUtf8(value, kMaxLabelValueBytes);
+}
+
+bool IsCollectorOwnedLabel(absl::string_view name) {
+  return absl::StartsWith(name, "__") || name == "service_name" ||
+         name == "pid" || name == "hostname" || name == "pod" ||
+         name == "namespace";
+}
+
+std::vector<DroppedLabel> MergeUntrustedLabels(const Labels& untrusted,
+                                               size_t max_labels,
+                                               Labels* labels) {
+  std::vector<DroppedLabel> dropped;
+  for (const auto& [raw_name, raw_value] : untrusted) {
+    absl::StatusOr<std::string> name = SanitizeLabelName(raw_name);
+    if (!name.ok()) {
+      dropped.push_back(
+          {SanitizeUtf8(raw_name, 64), std::string(name.status().message())});
+      continue;
+    }
+    std::string value = SanitizeLabelValue(raw_value);
+    const char* reason = nullptr;
+    if (IsCollectorOwnedLabel(*name)) {
+      reason = "the name is the collector's";
+    } else if (HasLabel(*labels, *name)) {
+      reason = "a label of that name is already set";
+    } else if (value.empty()) {
+      reason = "empty value";
+    } else if (labels->size() >= max_labels) {
+      reason = "the series has no room left (Pyroscope allows 30 labels)";
+    }
+    if (reason != nullptr) {
+      dropped.push_back({*name, reason});
+      continue;
+    }
+    labels->emplace_back(std::move(*name), std::move(value));
+  }
+  return dropped;
+}
+
+absl::Status ValidateLabelName(absl::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError("empty label name");
+  if (name.size() > kMaxLabelNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label name longer than ", kMaxLabelNameBytes, " bytes"));
+  }
+  if (absl::ascii_isdigit(static_cast<unsigned char>(name[0])) ||
+      !std::all_of(name.begin(), name.end(), IsNameChar)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid label name \"", SanitizeUtf8(name), "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLabelValue(absl::string_view name,
+                                absl::string_view value) {
+  if (value.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty value for label \"", name, "\""));
+  }
+  if (value.size() > kMaxLabelValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value of label \"", name, "\" is longer than ",
+                     kMaxLabelValueBytes, " bytes"));
+  }
+  if (!IsValidUtf8(value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value of label \"", name, "\" is not valid UTF-8"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSeriesLabels(const Labels& labels) {
+  if (labels.size() > kMaxLabelsPerSeries) {
+    return absl::InvalidArgumentError(absl::StrCat("series has ", labels.size(),
+                                                   " labels; Pyroscope allows ",
+                                                   kMaxLabelsPerSeries));
+  }
+  std::set<absl::string_view> seen;
+  for (const auto& [name, value] : labels) {
+    if (absl::Status s = ValidateLabelName(name); !s.ok()) return s;
+    if (absl::Status s = ValidateLabelValue(name, value); !s.ok()) return s;
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("duplicate label \"", name, "\""));
+    }
+  }
+  if (seen.count("__name__") == 0) {
+    return absl::InvalidArgumentError("series without __name__");
+  }
+  if (seen.count("service_name") == 0) {
+    return absl::InvalidArgumentError("series without service_name");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Labels> ParseTags(absl::string_view text) {
+  Labels tags;
+  for (absl::string_view item :
+       absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    item = absl::StripAsciiWhitespace(item);
+    const size_t eq = item.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tag \"", SanitizeUtf8(item), "\" is not of the form name=value"));
+    }
+    const absl::string_view raw_name =
+        absl::StripAsciiWhitespace(item.substr(0, eq));
+    std::string value(absl::StripAsciiWhitespace(item.substr(eq + 1)));
+    absl::StatusOr<std::string> name = SanitizeLabelName(raw_name);
+    if (!name.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tag \"", SanitizeUtf8(item), "\": ", name.status().message()));
+    }
+    if (absl::Status s = ValidateLabelValue(*name, value); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tag \"", SanitizeUtf8(item), "\": ", s.message()));
+    }
+    if (absl::StartsWith(*name, "__") || *name == "service_name" ||
+        *name == "pid") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tag \"", *name,
+          "\" is reserved (names starting with \"__\" are Pyroscope's; use "
+          "the application name option for service_name and the pid label "
+          "option for pid)"));
+    }
+    if (HasLabel(tags, *name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tag \"", *name, "\" is given twice",
+          *name != raw_name ? " (after renaming '.' to '_')" : ""));
+    }
+    tags.emplace_back(std::move(*name), std::move(value));
+  }
+  // Leave room for __name__, service_name, __delta__, __session_id__, pid,
+  // hostname, pod, namespace, ringprof_cpu_source and three source labels.
+  constexpr size_t kMaxTags = kMaxLabelsPerSeries - 12;
+  if (tags.size() > kMaxTags) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(tags.size(), " tags; at most ", kMaxTags,
+                     " fit in a Pyroscope series next to ringprof's labels"));
+  }
+  return tags;
+}
+
+}  // namespace collector
+}  // namespace ringprof
