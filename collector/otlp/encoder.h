@@ -1,0 +1,56 @@
+// EncodeProfile: one pprof profile of the collector and the resource it
+// came from, as an OTLP ExportProfilesServiceRequest (opentelemetry-proto
+// v1.10.0, proto/otlp).
+//
+// The mapping, faithful to what the pprof says:
+//   * one OTLP Profile per pprof sample type (OTLP profiles carry a single
+//     value type), all in one ResourceProfiles / ScopeProfiles ("ringprof")
+//     and sharing one dictionary; period_type, period, time and duration
+//     copied from the pprof; a sample whose value of a type is 0 is left out
+//     of that type's profile;
+//   * mappings keep addresses, offset and filename; a build id becomes the
+//     mapping attribute process.executable.build_id.gnu, so a backend can
+//     symbolize addresses the collector could not;
+//   * functions and lines as in pprof, locations keep their addresses;
+//   * sample labels: string labels become sample attributes (string
+//     values), numeric ones int values with their unit; "span_id" (and
+//     "trace_id" when present) become the sample's Link instead, as
+//     OpenTelemetry correlates profiles with traces;
+//   * profile_id is derived from `profile_id` (16 bytes), so retries of one
+//     request carry the same ids.
+// Resource attributes are the caller's (resource.h); keys and string values
+// go inline (KeyValue.key / string_value), as every consumer reads them.
+//
+// Thread-safety: pure. Allocates.
+#ifndef RINGPROF_COLLECTOR_OTLP_ENCODER_H_
+#define RINGPROF_COLLECTOR_OTLP_ENCODER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/otlp/profiles_service.pb.h"
+#include "proto/profile.pb.h"
+
+namespace ringprof {
+namespace collector {
+namespace otlp {
+
+using ExportRequest = ::opentelemetry::proto::collector::profiles::
+    v1development::ExportProfilesServiceRequest;
+
+// The scope every profile is reported under.
+inline constexpr char kScopeName[] = "ringprof";
+
+// InvalidArgument when the pprof references an id it does not define or a
+// string index outside its table (the collector's own profiles never do).
+// `profile_id`: 16 bytes (shorter is zero-padded, longer cut).
+absl::StatusOr<ExportRequest> EncodeProfile(
+    const perftools::profiles::Profile& pprof,
+    const ::opentelemetry::proto::resource::v1::Resource& resource,
+    const std::string& profile_id);
+
+}  // namespace otlp
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_OTLP_ENCODER_H_
