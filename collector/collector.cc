@@ -179,17 +179,11 @@ void Collector::Handle(DrainedBatch& batch) {
   if (it == processes_.end()) return;
   ProcessProfiler& process = *it->second;
   if (batch.kind == DrainedBatch::Kind::kRecords) {
-    // Module maps first: samples in this batch may use them.
+    views_.clear();
     for (const DrainedBatch::Record& record : batch.records) {
-      if (record.type == ringfile::RecordType::kModuleMap) {
-        process.OnRecord(batch.view(record));
-      }
+      views_.push_back(batch.view(record));
     }
-    for (const DrainedBatch::Record& record : batch.records) {
-      if (record.type != ringfile::RecordType::kModuleMap) {
-        process.OnRecord(batch.view(record));
-      }
-    }
+    process.OnRecords(views_);
     if (!batch.positions.empty()) process.SetReadPositions(batch.positions);
     if (batch.watermark_ns != 0) process.Advance(batch.watermark_ns);
     SaveCheckpoint(batch.process, /*force=*/false);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "ringfile/format.h"
 #include "ringfile/reader.h"
+#include "ringfile/record_dispatch.h"
 #include "ringfile/writer.h"
 
 namespace ringprof {
@@ -18,13 +19,41 @@ namespace ringfile {
 namespace testing {
 namespace {
 
+// Reads every decoded byte, so a bad span would be caught by ASan.
+class TouchingHandler : public RecordHandler {
+ public:
+  void OnAllocSample(const RecordView&, const AllocSampleView& view) override {
+    for (uint64_t frame : view.frames) touched_ += frame;
+  }
+  void OnModuleMap(const RecordView&, const ModuleMapView& view) override {
+    touched_ += std::string(view.path).size();
+    for (uint8_t byte : view.build_id) touched_ += byte;
+  }
+  void OnThreadName(const RecordView&, const ThreadNameView& view) override {
+    touched_ += std::string(view.name).size();
+  }
+  void OnLabel(const RecordView&, const LabelView& view) override {
+    touched_ += absl::StrCat(view.key, view.value).size();
+  }
+  void OnLiveSample(const RecordView&, const LiveSampleView& view) override {
+    for (uint64_t frame : view.frames) touched_ += frame;
+  }
+  void OnTagSet(const RecordView&, const TagSetView& view) override {
+    for (const auto& [key, value] : view.tags) {
+      touched_ += key.size() + value.size();
+    }
+  }
+
+ private:
+  uint64_t touched_ = 0;
+};
+
 class DecodingVisitor : public RecordVisitor {
  public:
   explicit DecodingVisitor(ExerciseResult& result) : result_(result) {}
 
   void OnRecord(const RecordView& record) override {
-    absl::Status status = Decode(record);
-    if (status.ok()) {
+    if (DispatchRecord(record, handler_).ok()) {
       ++result_.decoded;
     } else {
       ++result_.decode_errors;
@@ -32,68 +61,8 @@ class DecodingVisitor : public RecordVisitor {
   }
 
  private:
-  // Reads every decoded byte, so a bad span would be caught by ASan.
-  absl::Status Decode(const RecordView& record) {
-    switch (record.type) {
-      case RecordType::kAllocSample: {
-        auto view = DecodeAllocSample(record);
-        if (!view.ok()) return view.status();
-        for (uint64_t frame : view->frames) touched_ += frame;
-        return absl::OkStatus();
-      }
-      case RecordType::kCpuSample:
-        return DecodeCpuSample(record).status();
-      case RecordType::kFreeSampled:
-        return DecodeFreeSampled(record).status();
-      case RecordType::kModuleMap: {
-        auto view = DecodeModuleMap(record);
-        if (!view.ok()) return view.status();
-        touched_ += std::string(view->path).size();
-        for (uint8_t byte : view->build_id) touched_ += byte;
-        return absl::OkStatus();
-      }
-      case RecordType::kModuleUnmap:
-        return DecodeModuleUnmap(record).status();
-      case RecordType::kThreadName: {
-        auto view = DecodeThreadName(record);
-        if (!view.ok()) return view.status();
-        touched_ += std::string(view->name).size();
-        return absl::OkStatus();
-      }
-      case RecordType::kLabel: {
-        auto view = DecodeLabel(record);
-        if (!view.ok()) return view.status();
-        touched_ += absl::StrCat(view->key, view->value).size();
-        return absl::OkStatus();
-      }
-      case RecordType::kLostSamples:
-        return DecodeLostSamples(record).status();
-      case RecordType::kProcessEnd:
-        return DecodeProcessEnd(record).status();
-      case RecordType::kThreadExit:
-        return DecodeThreadExit(record).status();
-      case RecordType::kLiveSweepEnd:
-        return DecodeLiveSweepEnd(record).status();
-      case RecordType::kLiveSample: {
-        auto view = DecodeLiveSample(record);
-        if (!view.ok()) return view.status();
-        for (uint64_t frame : view->frames) touched_ += frame;
-        return absl::OkStatus();
-      }
-      case RecordType::kTagSet: {
-        auto view = DecodeTagSet(record);
-        if (!view.ok()) return view.status();
-        for (const auto& [key, value] : view->tags) {
-          touched_ += key.size() + value.size();
-        }
-        return absl::OkStatus();
-      }
-    }
-    return absl::InternalError("reader delivered an unknown record type");
-  }
-
   ExerciseResult& result_;
-  uint64_t touched_ = 0;
+  TouchingHandler handler_;
 };
 
 std::string BuildTemplate() {

@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "ringfile/format.h"
 #include "ringfile/reader.h"
+#include "ringfile/record_dispatch.h"
 
 namespace ringprof {
 namespace ringfile {
@@ -67,6 +68,115 @@ std::string WallTime(int64_t realtime_ns) {
                           absl::UTCTimeZone());
 }
 
+// One line per record (records with frames add one line per frame).
+class Describer : public RecordHandler {
+ public:
+  explicit Describer(const FileInfo& info) : info_(info) {}
+  const std::string& line() const { return line_; }
+
+  void OnAllocSample(const RecordView&, const AllocSampleView& r) override {
+    line_ = absl::StrFormat(
+        "%s AllocSample tid=%u size=%u weight=%u address=%#x "
+        "frames=%u%s%s%s%s",
+        Time(r.head.monotonic_ns), r.head.tid, r.head.requested_size,
+        r.head.weight_bytes, r.head.address, r.head.frame_count,
+        TagsOf(r.head.tag_set, r.head.span_id),
+        (r.head.flags & kSampleTruncated) ? " truncated" : "",
+        (r.head.flags & kSampleTimingOnly) ? " timing-only" : "",
+        Frames(r.frames));
+  }
+  void OnCpuSample(const RecordView&, const CpuSampleView& r) override {
+    line_ = absl::StrFormat(
+        "%s CpuSample tid=%u period=%uns frames=%u%s%s%s%s",
+        Time(r.head.monotonic_ns), r.head.tid, r.head.cpu_period_ns,
+        r.head.frame_count, TagsOf(r.head.tag_set, r.head.span_id),
+        (r.head.flags & kSampleTruncated) ? " truncated" : "",
+        (r.head.flags & kSampleAtAllocation) ? " at_allocation" : "",
+        (r.head.flags & kSampleThreadNotSampled) ? " thread_not_sampled" : "",
+        Frames(r.frames));
+  }
+  void OnFreeSampled(const RecordView&, const FreeSampled& r) override {
+    line_ = absl::StrFormat("%s FreeSampled tid=%u address=%#x",
+                            Time(r.monotonic_ns), r.tid, r.address);
+  }
+  void OnModuleMap(const RecordView&, const ModuleMapView& r) override {
+    std::string build_id;
+    for (uint8_t byte : r.build_id) {
+      absl::StrAppendFormat(&build_id, "%02x", byte);
+    }
+    line_ = absl::StrFormat(
+        "%s ModuleMap %#x-%#x offset=%#x bias=%#x build_id=%s path=%s",
+        Time(r.head.monotonic_ns), r.head.start, r.head.start + r.head.size,
+        r.head.file_offset, r.head.load_bias, build_id.empty() ? "-" : build_id,
+        Quoted(r.path));
+  }
+  void OnModuleUnmap(const RecordView&, const ModuleUnmap& r) override {
+    line_ = absl::StrFormat("%s ModuleUnmap %#x-%#x", Time(r.monotonic_ns),
+                            r.start, r.start + r.size);
+  }
+  void OnThreadName(const RecordView&, const ThreadNameView& r) override {
+    line_ =
+        absl::StrFormat("%s ThreadName tid=%u name=%s",
+                        Time(r.head.monotonic_ns), r.head.tid, Quoted(r.name));
+  }
+  void OnLabel(const RecordView&, const LabelView& r) override {
+    line_ = absl::StrFormat("%s Label %s=%s", Time(r.head.monotonic_ns),
+                            Quoted(r.key), Quoted(r.value));
+  }
+  void OnLostSamples(const RecordView&, const LostSamples& r) override {
+    line_ = absl::StrFormat("%s LostSamples samples=%u weight=%u",
+                            Time(r.monotonic_ns), r.samples, r.weight_bytes);
+  }
+  void OnProcessEnd(const RecordView&, const ProcessEnd& r) override {
+    line_ = absl::StrFormat("%s ProcessEnd exit_status=%d",
+                            Time(r.monotonic_ns), r.exit_status);
+  }
+  void OnTagSet(const RecordView&, const TagSetView& r) override {
+    std::string tags;
+    for (const auto& [key, value] : r.tags) {
+      absl::StrAppend(&tags, " ", Quoted(key), "=", Quoted(value));
+    }
+    line_ = absl::StrFormat("%s TagSet id=%u%s", Time(r.head.monotonic_ns),
+                            r.head.id, tags);
+  }
+  void OnThreadExit(const RecordView&, const ThreadExit& r) override {
+    line_ =
+        absl::StrFormat("%s ThreadExit tid=%u", Time(r.monotonic_ns), r.tid);
+  }
+  void OnLiveSweepEnd(const RecordView&, const LiveSweepEnd& r) override {
+    line_ = absl::StrFormat(
+        "%s LiveSweepEnd sweep=%u began=%s entries=%u untracked=%u",
+        Time(r.monotonic_ns), r.sweep_id, Time(r.begin_ns), r.entries,
+        r.untracked);
+  }
+  void OnLiveSample(const RecordView&, const LiveSampleView& r) override {
+    line_ = absl::StrFormat(
+        "%s LiveSample sweep=%u allocated=%s tid=%u size=%u weight=%u "
+        "address=%#x frames=%u%s",
+        Time(r.head.monotonic_ns), r.head.sweep_id, Time(r.head.alloc_ns),
+        r.head.tid, r.head.requested_size, r.head.weight_bytes, r.head.address,
+        r.head.frame_count, Frames(r.frames));
+  }
+  void OnMalformed(const RecordView&, const absl::Status& status) override {
+    line_ = absl::StrCat("MALFORMED: ", status.message());
+  }
+  void OnUnknownType(const RecordView& record) override {
+    line_ = absl::StrFormat("type %u (unknown)",
+                            static_cast<uint32_t>(record.type));
+  }
+
+ private:
+  // "+seconds since the file was created" keeps lines short and comparable.
+  std::string Time(uint64_t monotonic_ns) const {
+    const int64_t delta = static_cast<int64_t>(monotonic_ns) -
+                          static_cast<int64_t>(info_.created_monotonic_ns);
+    return absl::StrFormat("%+.6fs", delta / 1e9);
+  }
+
+  const FileInfo& info_;
+  std::string line_;
+};
+
 class PrintingVisitor : public RecordVisitor {
  public:
   PrintingVisitor(const FileInfo& info, bool quiet)
@@ -84,136 +194,10 @@ class PrintingVisitor : public RecordVisitor {
   const std::map<RecordType, uint64_t>& by_type() const { return by_type_; }
 
  private:
-  // "+seconds since the file was created" keeps lines short and comparable.
-  std::string Time(uint64_t monotonic_ns) const {
-    const int64_t delta = static_cast<int64_t>(monotonic_ns) -
-                          static_cast<int64_t>(info_.created_monotonic_ns);
-    return absl::StrFormat("%+.6fs", delta / 1e9);
-  }
-
-  template <typename T>
-  static std::string Bad(const absl::StatusOr<T>& decoded) {
-    return absl::StrCat("MALFORMED: ", decoded.status().message());
-  }
-
   std::string Describe(const RecordView& record) const {
-    switch (record.type) {
-      case RecordType::kAllocSample: {
-        auto r = DecodeAllocSample(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat(
-            "%s AllocSample tid=%u size=%u weight=%u address=%#x "
-            "frames=%u%s%s%s%s",
-            Time(r->head.monotonic_ns), r->head.tid, r->head.requested_size,
-            r->head.weight_bytes, r->head.address, r->head.frame_count,
-            TagsOf(r->head.tag_set, r->head.span_id),
-            (r->head.flags & kSampleTruncated) ? " truncated" : "",
-            (r->head.flags & kSampleTimingOnly) ? " timing-only" : "",
-            Frames(r->frames));
-      }
-      case RecordType::kCpuSample: {
-        auto r = DecodeCpuSample(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat(
-            "%s CpuSample tid=%u period=%uns frames=%u%s%s%s%s",
-            Time(r->head.monotonic_ns), r->head.tid, r->head.cpu_period_ns,
-            r->head.frame_count, TagsOf(r->head.tag_set, r->head.span_id),
-            (r->head.flags & kSampleTruncated) ? " truncated" : "",
-            (r->head.flags & kSampleAtAllocation) ? " at_allocation" : "",
-            (r->head.flags & kSampleThreadNotSampled) ? " thread_not_sampled"
-                                                      : "",
-            Frames(r->frames));
-      }
-      case RecordType::kFreeSampled: {
-        auto r = DecodeFreeSampled(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat("%s FreeSampled tid=%u address=%#x",
-                               Time(r->monotonic_ns), r->tid, r->address);
-      }
-      case RecordType::kModuleMap: {
-        auto r = DecodeModuleMap(record);
-        if (!r.ok()) return Bad(r);
-        std::string build_id;
-        for (uint8_t byte : r->build_id) {
-          absl::StrAppendFormat(&build_id, "%02x", byte);
-        }
-        return absl::StrFormat(
-            "%s ModuleMap %#x-%#x offset=%#x bias=%#x build_id=%s path=%s",
-            Time(r->head.monotonic_ns), r->head.start,
-            r->head.start + r->head.size, r->head.file_offset,
-            r->head.load_bias, build_id.empty() ? "-" : build_id,
-            Quoted(r->path));
-      }
-      case RecordType::kModuleUnmap: {
-        auto r = DecodeModuleUnmap(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat("%s ModuleUnmap %#x-%#x", Time(r->monotonic_ns),
-                               r->start, r->start + r->size);
-      }
-      case RecordType::kThreadName: {
-        auto r = DecodeThreadName(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat("%s ThreadName tid=%u name=%s",
-                               Time(r->head.monotonic_ns), r->head.tid,
-                               Quoted(r->name));
-      }
-      case RecordType::kLabel: {
-        auto r = DecodeLabel(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat("%s Label %s=%s", Time(r->head.monotonic_ns),
-                               Quoted(r->key), Quoted(r->value));
-      }
-      case RecordType::kLostSamples: {
-        auto r = DecodeLostSamples(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat("%s LostSamples samples=%u weight=%u",
-                               Time(r->monotonic_ns), r->samples,
-                               r->weight_bytes);
-      }
-      case RecordType::kProcessEnd: {
-        auto r = DecodeProcessEnd(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat("%s ProcessEnd exit_status=%d",
-                               Time(r->monotonic_ns), r->exit_status);
-      }
-      case RecordType::kTagSet: {
-        auto r = DecodeTagSet(record);
-        if (!r.ok()) return Bad(r);
-        std::string tags;
-        for (const auto& [key, value] : r->tags) {
-          absl::StrAppend(&tags, " ", Quoted(key), "=", Quoted(value));
-        }
-        return absl::StrFormat("%s TagSet id=%u%s", Time(r->head.monotonic_ns),
-                               r->head.id, tags);
-      }
-      case RecordType::kThreadExit: {
-        auto r = DecodeThreadExit(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat("%s ThreadExit tid=%u", Time(r->monotonic_ns),
-                               r->tid);
-      }
-      case RecordType::kLiveSweepEnd: {
-        auto r = DecodeLiveSweepEnd(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat(
-            "%s LiveSweepEnd sweep=%u began=%s entries=%u untracked=%u",
-            Time(r->monotonic_ns), r->sweep_id, Time(r->begin_ns), r->entries,
-            r->untracked);
-      }
-      case RecordType::kLiveSample: {
-        auto r = DecodeLiveSample(record);
-        if (!r.ok()) return Bad(r);
-        return absl::StrFormat(
-            "%s LiveSample sweep=%u allocated=%s tid=%u size=%u weight=%u "
-            "address=%#x frames=%u%s",
-            Time(r->head.monotonic_ns), r->head.sweep_id,
-            Time(r->head.alloc_ns), r->head.tid, r->head.requested_size,
-            r->head.weight_bytes, r->head.address, r->head.frame_count,
-            Frames(r->frames));
-      }
-    }
-    return absl::StrFormat("type %u (unknown)",
-                           static_cast<uint32_t>(record.type));
+    Describer describer(info_);
+    DispatchRecord(record, describer).IgnoreError();  // it says MALFORMED
+    return describer.line();
   }
 
   const FileInfo& info_;

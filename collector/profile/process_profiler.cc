@@ -241,172 +241,149 @@ typename Map::mapped_type& ProcessProfiler::Slot(Map& map, uint32_t stack) {
 }
 
 void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
-  auto malformed = [&] {
-    ++stats_.malformed_records;
-    MalformedRecords().Add(1);
-  };
-  switch (record.type) {
-    case RecordType::kAllocSample: {
-      auto sample = ringfile::DecodeAllocSample(record);
-      if (!sample.ok()) return malformed();
-      const ringfile::AllocSample& head = sample->head;
-      SamplesRead().Add(1);
-      const int64_t unix_ns = info_.ToRealtimeNs(head.monotonic_ns);
-      if (!InRange(unix_ns)) return;
-      const int64_t weight = static_cast<int64_t>(head.weight_bytes);
-      const int64_t count = ObjectsOf(weight, head.requested_size);
-      const bool in_use =
-          weight > 0 && (head.flags & (ringfile::kSampleUntracked |
-                                       ringfile::kSampleTimingOnly)) == 0;
-      // A record a predecessor already counted is not counted again, but
-      // the in-use heap (idempotent per address) still takes it.
-      const bool replayed = Replayed(unix_ns, record);
-      if (replayed && !in_use) return;
-      const uint32_t stack =
-          InternStack(sample->frames, /*exact_leaf=*/false,
-                      (head.flags & ringfile::kSampleTruncated) != 0,
-                      SampleLabels(head.tag_set, head.span_id));
-      if (in_use) {
-        inuse_.OnAlloc(head.monotonic_ns, head.address, stack, weight, count);
-      }
-      if (replayed) return;
-      // The tick picked from this sample carries its labels (the stack).
-      picker_.Add(head.tid, head.monotonic_ns, stack);
-      Window& window = WindowAt(unix_ns);
-      // Its tick may be picked later: it counts for checkpoints either way.
-      Contributes(window, record);
-      if (head.flags & ringfile::kSampleTimingOnly) {
-        ++stats_.timing_only_samples;  // for ticks only, never for memory
-        return;
-      }
-      ++stats_.alloc_samples;
-      auto& [objects, bytes] = Slot(window.alloc, stack);
-      bytes += weight;
-      objects += count;
-      return;
-    }
-    case RecordType::kCpuSample: {
-      auto sample = ringfile::DecodeCpuSample(record);
-      if (!sample.ok()) return malformed();
-      SamplesRead().Add(1);
-      const int64_t unix_ns = info_.ToRealtimeNs(sample->head.monotonic_ns);
-      if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
-      ++stats_.cpu_samples;
-      timer_mode_ = true;
-      timer_period_ns_ = sample->head.cpu_period_ns;
-      // A timer sample's leaf is the interrupted instruction; one taken at
-      // an allocation sample (covered tick) has return addresses only.
-      const bool exact_leaf =
-          (sample->head.flags & ringfile::kSampleAtAllocation) == 0;
-      const uint32_t stack =
-          (sample->head.flags & ringfile::kSampleThreadNotSampled) != 0
-              ? kNotSampledStack
-              : InternStack(
-                    sample->frames, exact_leaf,
-                    (sample->head.flags & ringfile::kSampleTruncated) != 0,
-                    SampleLabels(sample->head.tag_set, sample->head.span_id));
-      Window& window = WindowAt(unix_ns);
-      Contributes(window, record);
-      Slot(window.timer_cpu_ns, stack) +=
-          static_cast<int64_t>(sample->head.cpu_period_ns);
-      return;
-    }
-    case RecordType::kModuleMap: {
-      auto map = ringfile::DecodeModuleMap(record);
-      if (!map.ok()) return malformed();
-      OnModuleMap(*map);
-      return;
-    }
-    case RecordType::kModuleUnmap: {
-      auto unmap = ringfile::DecodeModuleUnmap(record);
-      if (!unmap.ok()) return malformed();
-      OnModuleUnmap(*unmap);
-      return;
-    }
-    case RecordType::kLabel: {
-      auto label = ringfile::DecodeLabel(record);
-      if (!label.ok()) return malformed();
-      std::string key(label->key), value(label->value);
-      for (auto& kv : process_labels_) {
-        if (kv.first == key) {
-          kv.second = std::move(value);
-          return;
-        }
-      }
-      // Bounded: Pyroscope accepts at most 30 labels per series.
-      if (process_labels_.size() < 16) {
-        process_labels_.emplace_back(std::move(key), std::move(value));
-      }
-      return;
-    }
-    case RecordType::kTagSet: {
-      auto tag_set = ringfile::DecodeTagSet(record);
-      if (!tag_set.ok()) return malformed();
-      OnTagSet(*tag_set);
-      return;
-    }
-    case RecordType::kLostSamples: {
-      auto lost = ringfile::DecodeLostSamples(record);
-      if (!lost.ok()) return malformed();
-      const int64_t unix_ns = info_.ToRealtimeNs(lost->monotonic_ns);
-      if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
-      stats_.emitter_lost += lost->samples;
-      EmitterLost().Add(lost->samples);
-      Window& window = WindowAt(unix_ns);
-      Contributes(window, record);
-      auto& [objects, bytes] = window.alloc[kLostStack];
-      objects += static_cast<int64_t>(lost->samples);
-      bytes += static_cast<int64_t>(lost->weight_bytes);
-      return;
-    }
-    case RecordType::kProcessEnd: {
-      auto end = ringfile::DecodeProcessEnd(record);
-      if (!end.ok()) return malformed();
-      ended_ = true;
-      exit_status_ = end->exit_status;
-      return;
-    }
-    case RecordType::kFreeSampled: {
-      auto free_record = ringfile::DecodeFreeSampled(record);
-      if (!free_record.ok()) return malformed();
-      inuse_.OnFree(free_record->monotonic_ns, free_record->address);
-      return;
-    }
-    case RecordType::kLiveSample: {
-      auto live = ringfile::DecodeLiveSample(record);
-      if (!live.ok()) return malformed();
-      const ringfile::LiveSample& head = live->head;
-      const int64_t weight = static_cast<int64_t>(head.weight_bytes);
-      if (weight <= 0 || (head.flags & ringfile::kSampleTimingOnly) != 0 ||
-          !InRange(info_.ToRealtimeNs(head.monotonic_ns))) {
-        return;
-      }
-      // No tags in a LiveSample: an entry keeps its AllocSample's stack (and
-      // tags); only one first learned from a sweep goes without.
-      const uint32_t stack =
-          InternStack(live->frames, /*exact_leaf=*/false,
-                      (head.flags & ringfile::kSampleTruncated) != 0,
-                      /*labels=*/0);
-      inuse_.OnLive(head.monotonic_ns, head.sweep_id, head.alloc_ns,
-                    head.address, stack, weight,
-                    ObjectsOf(weight, head.requested_size));
-      // A window for this time, so that an idle process's snapshot is
-      // emitted.
-      WindowAt(info_.ToRealtimeNs(head.monotonic_ns));
-      return;
-    }
-    case RecordType::kLiveSweepEnd: {
-      auto end = ringfile::DecodeLiveSweepEnd(record);
-      if (!end.ok()) return malformed();
-      inuse_.OnSweepEnd(end->monotonic_ns, end->sweep_id, end->begin_ns,
-                        end->entries, end->untracked);
-      return;
-    }
-    case RecordType::kThreadName:  // no per-thread series by design
-    case RecordType::kThreadExit:
-    default:
-      return;
+  ringfile::DispatchRecord(record, *this).IgnoreError();  // OnMalformed
+}
+
+void ProcessProfiler::OnRecords(
+    absl::Span<const ringfile::RecordView> records) {
+  // Module maps first: samples in the same batch may use them.
+  for (const ringfile::RecordView& record : records) {
+    if (record.type == RecordType::kModuleMap) OnRecord(record);
   }
+  for (const ringfile::RecordView& record : records) {
+    if (record.type != RecordType::kModuleMap) OnRecord(record);
+  }
+}
+
+void ProcessProfiler::OnMalformed(const ringfile::RecordView& /*record*/,
+                                  const absl::Status& /*status*/) {
+  ++stats_.malformed_records;
+  MalformedRecords().Add(1);
+}
+
+void ProcessProfiler::OnAllocSample(const ringfile::RecordView& record,
+                                    const ringfile::AllocSampleView& sample) {
+  const ringfile::AllocSample& head = sample.head;
+  SamplesRead().Add(1);
+  const int64_t unix_ns = info_.ToRealtimeNs(head.monotonic_ns);
+  if (!InRange(unix_ns)) return;
+  const int64_t weight = static_cast<int64_t>(head.weight_bytes);
+  const int64_t count = ObjectsOf(weight, head.requested_size);
+  const bool in_use =
+      weight > 0 && (head.flags & (ringfile::kSampleUntracked |
+                                   ringfile::kSampleTimingOnly)) == 0;
+  // A record a predecessor already counted is not counted again, but the
+  // in-use heap (idempotent per address) still takes it.
+  const bool replayed = Replayed(unix_ns, record);
+  if (replayed && !in_use) return;
+  const uint32_t stack =
+      InternStack(sample.frames, /*exact_leaf=*/false,
+                  (head.flags & ringfile::kSampleTruncated) != 0,
+                  SampleLabels(head.tag_set, head.span_id));
+  if (in_use) {
+    inuse_.OnAlloc(head.monotonic_ns, head.address, stack, weight, count);
+  }
+  if (replayed) return;
+  // The tick picked from this sample carries its labels (the stack).
+  picker_.Add(head.tid, head.monotonic_ns, stack);
+  Window& window = WindowAt(unix_ns);
+  // Its tick may be picked later: it counts for checkpoints either way.
+  Contributes(window, record);
+  if (head.flags & ringfile::kSampleTimingOnly) {
+    ++stats_.timing_only_samples;  // for ticks only, never for memory
+    return;
+  }
+  ++stats_.alloc_samples;
+  auto& [objects, bytes] = Slot(window.alloc, stack);
+  bytes += weight;
+  objects += count;
+}
+
+void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
+                                  const ringfile::CpuSampleView& sample) {
+  SamplesRead().Add(1);
+  const int64_t unix_ns = info_.ToRealtimeNs(sample.head.monotonic_ns);
+  if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
+  ++stats_.cpu_samples;
+  timer_mode_ = true;
+  timer_period_ns_ = sample.head.cpu_period_ns;
+  // A timer sample's leaf is the interrupted instruction; one taken at an
+  // allocation sample (covered tick) has return addresses only.
+  const bool exact_leaf =
+      (sample.head.flags & ringfile::kSampleAtAllocation) == 0;
+  const uint32_t stack =
+      (sample.head.flags & ringfile::kSampleThreadNotSampled) != 0
+          ? kNotSampledStack
+          : InternStack(sample.frames, exact_leaf,
+                        (sample.head.flags & ringfile::kSampleTruncated) != 0,
+                        SampleLabels(sample.head.tag_set, sample.head.span_id));
+  Window& window = WindowAt(unix_ns);
+  Contributes(window, record);
+  Slot(window.timer_cpu_ns, stack) +=
+      static_cast<int64_t>(sample.head.cpu_period_ns);
+}
+
+void ProcessProfiler::OnLabel(const ringfile::RecordView& /*record*/,
+                              const ringfile::LabelView& label) {
+  std::string key(label.key), value(label.value);
+  for (auto& kv : process_labels_) {
+    if (kv.first == key) {
+      kv.second = std::move(value);
+      return;
+    }
+  }
+  if (process_labels_.size() < kMaxProcessLabels) {
+    process_labels_.emplace_back(std::move(key), std::move(value));
+  }
+}
+
+void ProcessProfiler::OnLostSamples(const ringfile::RecordView& record,
+                                    const ringfile::LostSamples& lost) {
+  const int64_t unix_ns = info_.ToRealtimeNs(lost.monotonic_ns);
+  if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
+  stats_.emitter_lost += lost.samples;
+  EmitterLost().Add(lost.samples);
+  Window& window = WindowAt(unix_ns);
+  Contributes(window, record);
+  auto& [objects, bytes] = window.alloc[kLostStack];
+  objects += static_cast<int64_t>(lost.samples);
+  bytes += static_cast<int64_t>(lost.weight_bytes);
+}
+
+void ProcessProfiler::OnProcessEnd(const ringfile::RecordView& /*record*/,
+                                   const ringfile::ProcessEnd& end) {
+  ended_ = true;
+  exit_status_ = end.exit_status;
+}
+
+void ProcessProfiler::OnFreeSampled(const ringfile::RecordView& /*record*/,
+                                    const ringfile::FreeSampled& free_sampled) {
+  inuse_.OnFree(free_sampled.monotonic_ns, free_sampled.address);
+}
+
+void ProcessProfiler::OnLiveSample(const ringfile::RecordView& /*record*/,
+                                   const ringfile::LiveSampleView& live) {
+  const ringfile::LiveSample& head = live.head;
+  const int64_t weight = static_cast<int64_t>(head.weight_bytes);
+  if (weight <= 0 || (head.flags & ringfile::kSampleTimingOnly) != 0 ||
+      !InRange(info_.ToRealtimeNs(head.monotonic_ns))) {
+    return;
+  }
+  // No tags in a LiveSample: an entry keeps its AllocSample's stack (and
+  // tags); only one first learned from a sweep goes without.
+  const uint32_t stack =
+      InternStack(live.frames, /*exact_leaf=*/false,
+                  (head.flags & ringfile::kSampleTruncated) != 0, /*labels=*/0);
+  inuse_.OnLive(head.monotonic_ns, head.sweep_id, head.alloc_ns, head.address,
+                stack, weight, ObjectsOf(weight, head.requested_size));
+  // A window for this time, so that an idle process's snapshot is emitted.
+  WindowAt(info_.ToRealtimeNs(head.monotonic_ns));
+}
+
+void ProcessProfiler::OnLiveSweepEnd(const ringfile::RecordView& /*record*/,
+                                     const ringfile::LiveSweepEnd& end) {
+  inuse_.OnSweepEnd(end.monotonic_ns, end.sweep_id, end.begin_ns, end.entries,
+                    end.untracked);
 }
 
 ProcessProfiler::Window& ProcessProfiler::WindowAt(int64_t unix_ns) {
@@ -428,7 +405,8 @@ int ProcessProfiler::FindModule(uint64_t address) const {
   return address - m.start < m.size ? it->second : -1;
 }
 
-void ProcessProfiler::OnModuleMap(const ringfile::ModuleMapView& map) {
+void ProcessProfiler::OnModuleMap(const ringfile::RecordView& /*record*/,
+                                  const ringfile::ModuleMapView& map) {
   if (!Charge(kLocationBytes + map.path.size())) {
     ++stats_.budget_folded;
     BudgetFolded().Add(1);
@@ -449,7 +427,8 @@ void ProcessProfiler::OnModuleMap(const ringfile::ModuleMapView& map) {
   // (ModuleOf), so the caches stay valid.
 }
 
-void ProcessProfiler::OnModuleUnmap(const ringfile::ModuleUnmap& unmap) {
+void ProcessProfiler::OnModuleUnmap(const ringfile::RecordView& /*record*/,
+                                    const ringfile::ModuleUnmap& unmap) {
   active_modules_.erase(unmap.start);
   // Stacks keep their resolved locations; new sightings re-resolve.
   location_index_.clear();
@@ -469,7 +448,8 @@ uint32_t ProcessProfiler::InternLocation(uint64_t address, bool exact_pc) {
   return it->second;
 }
 
-void ProcessProfiler::OnTagSet(const ringfile::TagSetView& tag_set) {
+void ProcessProfiler::OnTagSet(const ringfile::RecordView& /*record*/,
+                               const ringfile::TagSetView& tag_set) {
   // An id keeps its first definition: the emitter re-sends the same one,
   // and samples already counted under it must not change meaning.
   if (tag_sets_.contains(tag_set.head.id)) return;
@@ -673,7 +653,7 @@ void ProcessProfiler::Resume(const Checkpoint& checkpoint) {
     modules_.push_back(std::move(module));
   }
   for (const auto& kv : checkpoint.labels) {
-    if (process_labels_.size() >= 16) break;
+    if (process_labels_.size() >= kMaxProcessLabels) break;
     process_labels_.push_back(kv);
   }
   timer_mode_ = checkpoint.cpu_timer;

@@ -51,6 +51,7 @@
 #include "collector/sink/sink.h"
 #include "collector/symbolize/symbolizer.h"
 #include "ringfile/reader.h"
+#include "ringfile/record_dispatch.h"
 
 namespace ringprof {
 namespace collector {
@@ -131,7 +132,7 @@ struct ProcessStats {
   uint64_t unknown_tag_sets = 0;    // samples naming a set never defined
 };
 
-class ProcessProfiler {
+class ProcessProfiler : private ringfile::RecordHandler {
  public:
   // `symbolizer` may be null (every frame stays module+0xoffset); both
   // pointers must outlive this object.
@@ -143,7 +144,12 @@ class ProcessProfiler {
   ProcessProfiler(const ProcessProfiler&) = delete;
   ProcessProfiler& operator=(const ProcessProfiler&) = delete;
 
+  // One record (decoded by ringfile::DispatchRecord; a malformed one is
+  // counted in stats().malformed_records).
   void OnRecord(const ringfile::RecordView& record);
+  // The records of one drained batch: module maps first (samples of the
+  // same batch may use them), then the others in batch order.
+  void OnRecords(absl::Span<const ringfile::RecordView> records);
 
   // Promise: no record with an older monotonic timestamp follows. Decides
   // ticks and emits every window that ends at or before watermark_ns minus
@@ -215,9 +221,38 @@ class ProcessProfiler {
                     absl::Span<const uint64_t> b) const;
   };
 
+  // The typed record handlers (ringfile::RecordHandler).
+  void OnAllocSample(const ringfile::RecordView& record,
+                     const ringfile::AllocSampleView& sample) override;
+  void OnCpuSample(const ringfile::RecordView& record,
+                   const ringfile::CpuSampleView& sample) override;
+  void OnModuleMap(const ringfile::RecordView& record,
+                   const ringfile::ModuleMapView& map) override;
+  void OnModuleUnmap(const ringfile::RecordView& record,
+                     const ringfile::ModuleUnmap& unmap) override;
+  void OnLabel(const ringfile::RecordView& record,
+               const ringfile::LabelView& label) override;
+  void OnTagSet(const ringfile::RecordView& record,
+                const ringfile::TagSetView& tag_set) override;
+  void OnLostSamples(const ringfile::RecordView& record,
+                     const ringfile::LostSamples& lost) override;
+  void OnProcessEnd(const ringfile::RecordView& record,
+                    const ringfile::ProcessEnd& end) override;
+  void OnFreeSampled(const ringfile::RecordView& record,
+                     const ringfile::FreeSampled& free_sampled) override;
+  void OnLiveSample(const ringfile::RecordView& record,
+                    const ringfile::LiveSampleView& live) override;
+  void OnLiveSweepEnd(const ringfile::RecordView& record,
+                      const ringfile::LiveSweepEnd& end) override;
+  void OnMalformed(const ringfile::RecordView& record,
+                   const absl::Status& status) override;
+
+  // Workload Label records kept per process (Pyroscope accepts at most 30
+  // labels per series; the collector's own take the rest).
+  static constexpr size_t kMaxProcessLabels = 16;
+
   uint32_t InternStack(absl::Span<const uint64_t> frames, bool exact_leaf,
                        bool truncated, uint32_t labels);
-  void OnTagSet(const ringfile::TagSetView& tag_set);
   // The sample labels (index into sample_labels_) of a sample naming
   // `tag_set` and `span_id`.
   uint32_t SampleLabels(uint32_t tag_set, uint64_t span_id);
@@ -234,8 +269,6 @@ class ProcessProfiler {
   int FindModule(uint64_t address) const;
   // The location's module, resolved now if it was unknown when first seen.
   int ModuleOf(uint32_t location);
-  void OnModuleMap(const ringfile::ModuleMapView& map);
-  void OnModuleUnmap(const ringfile::ModuleUnmap& unmap);
 
   Window& WindowAt(int64_t unix_ns);
   // Notes that `record` contributes to `window` (for checkpoints).

@@ -34,13 +34,12 @@
 #include "absl/strings/str_cat.h"
 #include "ringfile/format.h"
 #include "ringfile/reader.h"
+#include "ringfile/record_dispatch.h"
 #include "ringfile/test_util.h"
 
 namespace ringprof {
 namespace emitter {
 namespace {
-
-using ringfile::RecordType;
 
 int g_failures = 0;
 
@@ -165,6 +164,47 @@ struct RingContents {
   uint64_t lost_samples = 0;
 };
 
+// Fills a RingContents from the records it is handed (malformed ones are
+// left out: the checks below count what arrived whole).
+class RingCollector : public ringfile::RecordHandler {
+ public:
+  explicit RingCollector(RingContents& ring) : ring_(ring) {}
+
+  void OnAllocSample(const ringfile::RecordView&,
+                     const ringfile::AllocSampleView& s) override {
+    ring_.samples.push_back(
+        {s.head, std::vector<uint64_t>(s.frames.begin(), s.frames.end())});
+  }
+  void OnModuleMap(const ringfile::RecordView&,
+                   const ringfile::ModuleMapView& m) override {
+    ring_.modules.push_back({m.head, std::string(m.path)});
+  }
+  void OnThreadName(const ringfile::RecordView&,
+                    const ringfile::ThreadNameView& t) override {
+    ring_.thread_names[t.head.tid] = std::string(t.name);
+  }
+  void OnThreadExit(const ringfile::RecordView&,
+                    const ringfile::ThreadExit& t) override {
+    ring_.exited_threads.insert(t.tid);
+  }
+  void OnFreeSampled(const ringfile::RecordView&,
+                     const ringfile::FreeSampled& f) override {
+    ring_.freed.push_back(f.address);
+  }
+  void OnProcessEnd(const ringfile::RecordView&,
+                    const ringfile::ProcessEnd& e) override {
+    ring_.process_ended = true;
+    ring_.exit_status = e.exit_status;
+  }
+  void OnLostSamples(const ringfile::RecordView&,
+                     const ringfile::LostSamples& l) override {
+    ring_.lost_samples += l.samples;
+  }
+
+ private:
+  RingContents& ring_;
+};
+
 std::vector<RingContents> ReadRings(const std::string& dir) {
   std::vector<RingContents> rings;
   DIR* d = opendir(dir.c_str());
@@ -189,54 +229,9 @@ std::vector<RingContents> ReadRings(const std::string& dir) {
       Check(false, "read " + name, std::string(records.status().message()));
       continue;
     }
+    RingCollector collect(ring);
     for (const auto& record : *records) {
-      const ringfile::RecordView view = record.view();
-      switch (view.type) {
-        case RecordType::kAllocSample: {
-          auto s = ringfile::DecodeAllocSample(view);
-          if (s.ok()) {
-            ring.samples.push_back(
-                {s->head,
-                 std::vector<uint64_t>(s->frames.begin(), s->frames.end())});
-          }
-          break;
-        }
-        case RecordType::kModuleMap: {
-          auto m = ringfile::DecodeModuleMap(view);
-          if (m.ok()) ring.modules.push_back({m->head, std::string(m->path)});
-          break;
-        }
-        case RecordType::kThreadName: {
-          auto t = ringfile::DecodeThreadName(view);
-          if (t.ok()) ring.thread_names[t->head.tid] = std::string(t->name);
-          break;
-        }
-        case RecordType::kThreadExit: {
-          auto t = ringfile::DecodeThreadExit(view);
-          if (t.ok()) ring.exited_threads.insert(t->tid);
-          break;
-        }
-        case RecordType::kFreeSampled: {
-          auto f = ringfile::DecodeFreeSampled(view);
-          if (f.ok()) ring.freed.push_back(f->address);
-          break;
-        }
-        case RecordType::kProcessEnd: {
-          auto e = ringfile::DecodeProcessEnd(view);
-          if (e.ok()) {
-            ring.process_ended = true;
-            ring.exit_status = e->exit_status;
-          }
-          break;
-        }
-        case RecordType::kLostSamples: {
-          auto l = ringfile::DecodeLostSamples(view);
-          if (l.ok()) ring.lost_samples += l->samples;
-          break;
-        }
-        default:
-          break;
-      }
+      ringfile::DispatchRecord(record.view(), collect).IgnoreError();
     }
     rings.push_back(std::move(ring));
   }
