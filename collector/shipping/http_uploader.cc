@@ -237,9 +237,18 @@ absl::StatusOr<std::unique_ptr<HttpUploader>> HttpUploader::Create(
           absl::StrCat("invalid extra header \"", name, "\""));
     }
   }
-  if (!options.ca_file.empty() && access(options.ca_file.c_str(), R_OK) != 0) {
+  for (const auto& [file, what] :
+       {std::make_pair(&options.ca_file, "CA bundle"),
+        std::make_pair(&options.client_cert_file, "client certificate"),
+        std::make_pair(&options.client_key_file, "client key")}) {
+    if (!file->empty() && access(file->c_str(), R_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " ", *file, " is not readable"));
+    }
+  }
+  if (options.client_cert_file.empty() != options.client_key_file.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("CA bundle ", options.ca_file, " is not readable"));
+        "a client certificate needs its key, and a key its certificate");
   }
   GlobalInitOnce();
   std::unique_ptr<HttpUploader> uploader(new HttpUploader(std::move(options)));
@@ -257,6 +266,7 @@ HttpUploader::~HttpUploader() {
 }
 
 std::string HttpUploader::BuildUrl(const SpoolRecord& record) const {
+  if (!record.body().empty()) return options_.server_url;
   if (!options_.legacy_ingest) {
     return options_.server_url + "/push.v1.PusherService/Push";
   }
@@ -271,6 +281,9 @@ std::string HttpUploader::BuildUrl(const SpoolRecord& record) const {
 }
 
 std::string HttpUploader::BuildBody(const SpoolRecord& record) const {
+  if (!record.body().empty()) {
+    return options_.gzip_body ? GzipCompress(record.body()) : record.body();
+  }
   std::string gzipped = GzipCompress(record.pprof());
   if (options_.legacy_ingest) return gzipped;
   push::v1::PushRequest request;
@@ -300,10 +313,17 @@ UploadResult HttpUploader::Upload(
   const std::string body = BuildBody(record);
 
   curl_slist* headers = nullptr;
-  headers = curl_slist_append(
-      headers, options_.legacy_ingest ? "Content-Type: application/octet-stream"
-                                      : "Content-Type: application/proto");
-  if (!options_.legacy_ingest) {
+  if (!record.body().empty()) {
+    headers =
+        curl_slist_append(headers, "Content-Type: application/x-protobuf");
+    if (options_.gzip_body) {
+      headers = curl_slist_append(headers, "Content-Encoding: gzip");
+    }
+  } else if (options_.legacy_ingest) {
+    headers =
+        curl_slist_append(headers, "Content-Type: application/octet-stream");
+  } else {
+    headers = curl_slist_append(headers, "Content-Type: application/proto");
     headers = curl_slist_append(headers, "Connect-Protocol-Version: 1");
   }
   headers = curl_slist_append(headers, "Expect:");  // no 100-continue pause
@@ -343,6 +363,10 @@ UploadResult HttpUploader::Upload(
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   if (!options_.ca_file.empty()) {
     curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+  }
+  if (!options_.client_cert_file.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, options_.client_cert_file.c_str());
+    curl_easy_setopt(curl, CURLOPT_SSLKEY, options_.client_key_file.c_str());
   }
   if (!options_.basic_auth_user.empty() ||
       !options_.basic_auth_password.empty()) {

@@ -9,6 +9,10 @@
 //  - Legacy: POST {server}/ingest?name=<service_name>{k=v,...}&from=&until=
 //    &format=pprof&spyName=ringprof with the gzipped pprof as body, for
 //    servers that predate the Push API.
+//  - A prebuilt body (SpoolRecord.body, the OTLP sink's): POST
+//    {server_url} itself (the full endpoint), Content-Type
+//    application/x-protobuf, gzipped with Content-Encoding: gzip when
+//    gzip_body is set.
 // Classification: 2xx sent; transport failures (refused, DNS, TLS,
 // timeout, aborted) and 502/503/504 mean the server is away (kRetry);
 // 408, 429 and other 5xx are an answer about this request (kRetryProfile);
@@ -48,6 +52,11 @@ struct UploaderOptions {
   std::string tenant_id;            // X-Scope-OrgID
   std::vector<std::pair<std::string, std::string>> extra_headers;
   std::string ca_file;  // PEM bundle for https; empty: system store
+  // Client certificate and key (PEM) for mutual TLS; empty: none.
+  std::string client_cert_file;
+  std::string client_key_file;
+  // Records with a body: compress it (Content-Encoding: gzip).
+  bool gzip_body = true;
   int64_t timeout_ms = 10000;
   int64_t connect_timeout_ms = 3000;
 };

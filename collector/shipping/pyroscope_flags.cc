@@ -206,31 +206,24 @@ absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   return n * multiplier;
 }
 
-absl::StatusOr<std::optional<PyroscopeSinkOptions>>
-PyroscopeSinkOptionsFromFlags() {
-  PyroscopeSinkOptions o;
-  o.upload.server_url = absl::GetFlag(FLAGS_server_address);
-  if (o.upload.server_url.empty()) return std::nullopt;
-  if (absl::Status s = ValidateServerUrl(o.upload.server_url); !s.ok()) {
-    return s;
-  }
-
-  o.labels.application_name = absl::GetFlag(FLAGS_application_name);
+absl::StatusOr<SeriesLabelConfig> SeriesLabelConfigFromFlags() {
+  SeriesLabelConfig labels;
+  labels.application_name = absl::GetFlag(FLAGS_application_name);
   absl::StatusOr<Labels> tags = ParseTags(absl::GetFlag(FLAGS_tags));
   if (!tags.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tags / PYROSCOPE_TAGS: ", tags.status().message()));
   }
-  o.labels.tags = std::move(*tags);
-  if (!o.labels.application_name.empty()) {
+  labels.tags = std::move(*tags);
+  if (!labels.application_name.empty()) {
     if (absl::Status s =
-            ValidateLabelValue("service_name", o.labels.application_name);
+            ValidateLabelValue("service_name", labels.application_name);
         !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--application-name / PYROSCOPE_APPLICATION_NAME: ", s.message()));
     }
   }
-  o.labels.host_labels = HostLabelsFromEnvironment();
+  labels.host_labels = HostLabelsFromEnvironment();
   for (const auto& [flag, env, label] :
        {std::make_tuple(&FLAGS_service_repository,
                         "PYROSCOPE_SERVICE_REPOSITORY", "service_repository"),
@@ -243,15 +236,59 @@ PyroscopeSinkOptionsFromFlags() {
     if (absl::Status s = ValidateLabelValue(label, value); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(env, ": ", s.message()));
     }
-    for (const auto& tag : o.labels.tags) {
+    for (const auto& tag : labels.tags) {
       if (tag.first == label) {
         return absl::InvalidArgumentError(absl::StrCat(
             label, " is given both as a tag and by ", env, "; give it once"));
       }
     }
-    o.labels.source_labels.emplace_back(label, value);
+    labels.source_labels.emplace_back(label, value);
   }
-  o.labels.pid_label = absl::GetFlag(FLAGS_pid_label);
+  labels.pid_label = absl::GetFlag(FLAGS_pid_label);
+  return labels;
+}
+
+absl::Status QueueOptionsFromFlags(PyroscopeSinkOptions* options) {
+  PyroscopeSinkOptions& o = *options;
+  absl::StatusOr<uint64_t> spool_bytes =
+      ParseByteSize(absl::GetFlag(FLAGS_spool_max_bytes));
+  if (!spool_bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--spool-max-bytes / RINGPROF_SPOOL_MAX_BYTES: ",
+                     spool_bytes.status().message()));
+  }
+  o.spool_max_bytes = *spool_bytes;
+
+  absl::StatusOr<uint64_t> request_bytes =
+      ParseByteSize(absl::GetFlag(FLAGS_max_request_bytes));
+  // 4K still holds the labels and a profile folded to one "[trimmed]" stack.
+  if (!request_bytes.ok() || *request_bytes < 4 * 1024) {
+    return absl::InvalidArgumentError(
+        "--max-request-bytes / RINGPROF_MAX_REQUEST_BYTES: a size of at "
+        "least 4K (K/M/G suffixes)");
+  }
+  o.max_request_bytes = *request_bytes;
+  const int attempts = absl::GetFlag(FLAGS_upload_attempts);
+  if (attempts < 1 || attempts > 100) {
+    return absl::InvalidArgumentError(
+        "--upload-attempts must be between 1 and 100");
+  }
+  o.max_attempts = attempts;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<PyroscopeSinkOptions>>
+PyroscopeSinkOptionsFromFlags() {
+  PyroscopeSinkOptions o;
+  o.upload.server_url = absl::GetFlag(FLAGS_server_address);
+  if (o.upload.server_url.empty()) return std::nullopt;
+  if (absl::Status s = ValidateServerUrl(o.upload.server_url); !s.ok()) {
+    return s;
+  }
+
+  absl::StatusOr<SeriesLabelConfig> labels = SeriesLabelConfigFromFlags();
+  if (!labels.ok()) return labels.status();
+  o.labels = std::move(*labels);
 
   o.upload.basic_auth_user = absl::GetFlag(FLAGS_basic_auth_user);
   absl::StatusOr<std::string> password =
@@ -276,15 +313,6 @@ PyroscopeSinkOptionsFromFlags() {
   o.upload.ca_file = absl::GetFlag(FLAGS_ca_file);
 
   o.spool_dir = absl::GetFlag(FLAGS_spool_dir);
-  absl::StatusOr<uint64_t> spool_bytes =
-      ParseByteSize(absl::GetFlag(FLAGS_spool_max_bytes));
-  if (!spool_bytes.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--spool-max-bytes / RINGPROF_SPOOL_MAX_BYTES: ",
-                     spool_bytes.status().message()));
-  }
-  o.spool_max_bytes = *spool_bytes;
-
   o.upload.legacy_ingest = absl::GetFlag(FLAGS_legacy_ingest);
   if (o.upload.legacy_ingest) {
     Labels all = o.labels.tags;
@@ -296,21 +324,7 @@ PyroscopeSinkOptionsFromFlags() {
           absl::StrCat("--legacy-ingest: ", problem));
     }
   }
-  absl::StatusOr<uint64_t> request_bytes =
-      ParseByteSize(absl::GetFlag(FLAGS_max_request_bytes));
-  // 4K still holds the labels and a profile folded to one "[trimmed]" stack.
-  if (!request_bytes.ok() || *request_bytes < 4 * 1024) {
-    return absl::InvalidArgumentError(
-        "--max-request-bytes / RINGPROF_MAX_REQUEST_BYTES: a size of at "
-        "least 4K (K/M/G suffixes)");
-  }
-  o.max_request_bytes = *request_bytes;
-  const int attempts = absl::GetFlag(FLAGS_upload_attempts);
-  if (attempts < 1 || attempts > 100) {
-    return absl::InvalidArgumentError(
-        "--upload-attempts must be between 1 and 100");
-  }
-  o.max_attempts = attempts;
+  if (absl::Status s = QueueOptionsFromFlags(&o); !s.ok()) return s;
   const absl::Duration timeout = absl::GetFlag(FLAGS_upload_timeout);
   if (timeout < absl::Milliseconds(100)) {
     return absl::InvalidArgumentError("--upload-timeout must be >= 100ms");

@@ -50,6 +50,14 @@ namespace shipping {
 absl::StatusOr<std::optional<PyroscopeSinkOptions>>
 PyroscopeSinkOptionsFromFlags();
 
+// What every sink that ships through PyroscopeSink shares (the OTLP sink
+// too): the series labels from --application-name, --tags, the source-code
+// flags, --pid-label and the host's environment; and the queue's bounds
+// from --spool-max-bytes, --max-request-bytes and --upload-attempts.
+// InvalidArgument naming the flag.
+absl::StatusOr<SeriesLabelConfig> SeriesLabelConfigFromFlags();
+absl::Status QueueOptionsFromFlags(PyroscopeSinkOptions* options);
+
 // Starts the process-wide /metrics server (metrics_server.h) from
 // --metrics-port / --metrics-address once; later calls are no-ops. OK and
 // no server when the port is 0 (the default).

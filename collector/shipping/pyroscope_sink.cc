@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <utility>
 
@@ -19,57 +22,82 @@ namespace {
 constexpr int64_t kNsPerMs = 1000000;
 constexpr int64_t kLogInterval = int64_t{60} * 1000000000;
 
+}  // namespace
+
+// One set per sink kind: the Pyroscope sink's names start "ringprof_", the
+// OTLP sink's "ringprof_otlp_" (PyroscopeSinkOptions::metric_prefix).
 struct ShippingMetrics {
-  Counter& submitted = Metrics::Get().GetCounter(
-      "ringprof_profiles_submitted_total",
-      "Window profiles handed to the Pyroscope sink.");
-  Counter& sent = Metrics::Get().GetCounter("ringprof_profiles_sent_total",
-                                            "Profiles accepted by Pyroscope.");
+  ShippingMetrics(std::string name_prefix, std::string server)
+      : prefix(std::move(name_prefix)),
+        help_prefix(server == "Pyroscope" ? ""
+                                          : absl::StrCat(server, " sink: ")) {}
+  std::string Name(const char* name) const { return prefix + name; }
+  std::string Help(const char* help) const { return help_prefix + help; }
+
+  const std::string prefix;
+  const std::string help_prefix;
+  Counter& submitted =
+      Metrics::Get().GetCounter(Name("profiles_submitted_total"),
+                                Help("Window profiles handed to the sink."));
+  Counter& sent = Metrics::Get().GetCounter(
+      Name("profiles_sent_total"), Help("Profiles the server accepted."));
   Counter& failed = Metrics::Get().GetCounter(
-      "ringprof_profiles_failed_total",
-      "Profiles Pyroscope refused for good: a status retrying cannot fix, or "
-      "a retryable answer to every allowed attempt.");
+      Name("profiles_failed_total"),
+      Help("Profiles the server refused for good: a status retrying cannot "
+           "fix, or a retryable answer to every allowed attempt."));
   Counter& trimmed = Metrics::Get().GetCounter(
-      "ringprof_profiles_trimmed_total",
-      "Profiles whose smallest stacks were folded into [trimmed] to keep the "
-      "request under the ingestion burst (--max-request-bytes).");
+      Name("profiles_trimmed_total"),
+      Help("Profiles whose smallest stacks were folded into [trimmed] to keep "
+           "the request under the ingestion burst (--max-request-bytes)."));
   Counter& labels_dropped = Metrics::Get().GetCounter(
-      "ringprof_labels_dropped_total",
-      "Workload labels left out of a series: invalid name, a name the "
-      "collector owns, already set, empty value, or no room left.");
+      Name("labels_dropped_total"),
+      Help("Workload labels left out of a series: invalid name, a name the "
+           "collector owns, already set, empty value, or no room left."));
   Counter& invalid = Metrics::Get().GetCounter(
-      "ringprof_profiles_invalid_total",
-      "Profiles not sent because they break Pyroscope's validation rules.");
+      Name("profiles_invalid_total"),
+      Help("Profiles not sent because they break Pyroscope's validation "
+           "rules."));
   Counter& spooled = Metrics::Get().GetCounter(
-      "ringprof_profiles_spooled_total",
-      "Profiles written to the backlog after an upload could not be made.");
+      Name("profiles_spooled_total"),
+      Help("Profiles written to the backlog after an upload could not be "
+           "made."));
   Counter& expired = Metrics::Get().GetCounter(
-      "ringprof_profiles_expired_total",
-      "Profiles discarded because they fell out of Pyroscope's ingestion "
-      "window before they could be sent.");
+      Name("profiles_expired_total"),
+      Help("Profiles discarded because they fell out of Pyroscope's "
+           "ingestion window before they could be sent."));
   Counter& dropped = Metrics::Get().GetCounter(
-      "ringprof_profiles_dropped_total",
-      "Profiles discarded because the backlog or inbox bound was reached, or "
-      "a spool file was unreadable.");
+      Name("profiles_dropped_total"),
+      Help("Profiles discarded because the backlog or inbox bound was "
+           "reached, or a spool file was unreadable."));
   Counter& retries = Metrics::Get().GetCounter(
-      "ringprof_upload_retries_total",
-      "Uploads that failed in a retryable way (5xx, 408, 429, network).");
+      Name("upload_retries_total"),
+      Help("Uploads that failed in a retryable way (5xx, 408, 429, "
+           "network)."));
   Counter& upload_bytes = Metrics::Get().GetCounter(
-      "ringprof_upload_bytes_total", "Request body bytes of sent profiles.");
+      Name("upload_bytes_total"), Help("Request body bytes of sent profiles."));
   Gauge& backlog_bytes = Metrics::Get().GetGauge(
-      "ringprof_spool_bytes", "Bytes in the backlog (disk spool or memory).");
-  Gauge& backlog_profiles = Metrics::Get().GetGauge("ringprof_spool_profiles",
-                                                    "Profiles in the backlog.");
+      Name("spool_bytes"),
+      Help("Bytes in the backlog (disk spool or memory)."));
+  Gauge& backlog_profiles = Metrics::Get().GetGauge(
+      Name("spool_profiles"), Help("Profiles in the backlog."));
   Histogram upload_seconds{
-      "ringprof_upload_duration_seconds",
-      "Duration of upload requests, any outcome.",
+      Name("upload_duration_seconds"),
+      Help("Duration of upload requests, any outcome."),
       {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}};
 };
 
-ShippingMetrics& M() {
-  static ShippingMetrics* const metrics = new ShippingMetrics();
-  return *metrics;
+ShippingMetrics* MetricsFor(const std::string& prefix,
+                            const std::string& server) {
+  static std::mutex mu;
+  static auto* const by_prefix =
+      new std::map<std::string, std::unique_ptr<ShippingMetrics>>();
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<ShippingMetrics>& m = (*by_prefix)[prefix];
+  if (m == nullptr) m = std::make_unique<ShippingMetrics>(prefix, server);
+  return m.get();
 }
+
+namespace {
 
 std::string Describe(const SpoolRecord& record) {
   std::string service, name;
@@ -92,7 +120,9 @@ int64_t Jittered(int64_t backoff_ms) {
 
 absl::StatusOr<std::unique_ptr<PyroscopeSink>> PyroscopeSink::Create(
     PyroscopeSinkOptions options) {
-  M();  // register every metric up front so /metrics shows zeros
+  // Registers every metric up front so /metrics shows zeros.
+  ShippingMetrics* metrics =
+      MetricsFor(options.metric_prefix, options.server_name);
   absl::StatusOr<std::unique_ptr<HttpUploader>> uploader =
       HttpUploader::Create(options.upload);
   if (!uploader.ok()) return uploader.status();
@@ -111,13 +141,15 @@ absl::StatusOr<std::unique_ptr<PyroscopeSink>> PyroscopeSink::Create(
     backlog = std::move(*spool);
   }
   return std::unique_ptr<PyroscopeSink>(new PyroscopeSink(
-      std::move(options), std::move(*uploader), std::move(backlog)));
+      std::move(options), std::move(*uploader), std::move(backlog), metrics));
 }
 
 PyroscopeSink::PyroscopeSink(PyroscopeSinkOptions options,
                              std::unique_ptr<HttpUploader> uploader,
-                             std::unique_ptr<Backlog> backlog)
+                             std::unique_ptr<Backlog> backlog,
+                             ShippingMetrics* metrics)
     : options_(std::move(options)),
+      metrics_(metrics),
       uploader_(std::move(uploader)),
       log_(kLogInterval),
       outstanding_(backlog->size()),
@@ -241,8 +273,15 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
     pair->set_name(name);
     pair->set_value(value);
   }
-  record->set_pprof(std::move(profile.pprof));
   record->set_id(NewUuidV4());
+  if (options_.encode_body) {
+    absl::StatusOr<std::string> body =
+        options_.encode_body(profile, labels, *facts, record->id());
+    if (!body.ok()) return invalid("encode", body.status().message());
+    record->set_body(std::move(*body));
+  } else {
+    record->set_pprof(std::move(profile.pprof));
+  }
   record->set_from_unix_ns(profile.from_unix_ns);
   record->set_until_unix_ns(profile.until_unix_ns);
   record->set_time_nanos(facts->time_nanos());
@@ -338,8 +377,8 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
       pop();
       if (in_outage_) {
         Log(LogLevel::kInfo,
-            absl::StrCat("Pyroscope is reachable again; ", backlog_->size(),
-                         " spooled profiles left to replay"));
+            absl::StrCat(options_.server_name, " is reachable again; ",
+                         backlog_->size(), " spooled profiles left to replay"));
         in_outage_ = false;
       }
       backoff_ms_ = 0;
@@ -349,8 +388,8 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
       M().failed.Add(1);
       ++tally.rejected;
       log_.Log(LogLevel::kError, absl::StrCat("rejected-", result.http_status),
-               absl::StrCat("Pyroscope rejected a ", what, " profile (",
-                            result.message,
+               absl::StrCat(options_.server_name, " rejected a ", what,
+                            " profile (", result.message,
                             "); dropped it. Check the server address, "
                             "credentials and tenant."));
       pop();
@@ -423,22 +462,24 @@ bool PyroscopeSink::RetryProfileLater(const SpoolRecord& record,
     retry_at_ns_ = 0;
     M().failed.Add(1);
     ++Tally(again.from_unix_ns(), again.until_unix_ns()).rejected;
-    log_.Log(LogLevel::kError, absl::StrCat("gave-up-", result.http_status),
-             absl::StrCat("Pyroscope answered a ", what, " profile ",
-                          again.attempts(), " times with a retryable status (",
-                          result.message, "); gave it up"));
+    log_.Log(
+        LogLevel::kError, absl::StrCat("gave-up-", result.http_status),
+        absl::StrCat(options_.server_name, " answered a ", what, " profile ",
+                     again.attempts(), " times with a retryable status (",
+                     result.message, "); gave it up"));
     return false;
   }
   // Behind everything queued: the next profile goes first, after the wait.
   const int64_t delay_ms =
       ProfilePause(again.attempts(), result.retry_after_ms);
   ToBacklog(again);
-  log_.Log(LogLevel::kWarning, absl::StrCat("retry-", result.http_status),
-           absl::StrCat(
-               "Pyroscope answered a ", what, " profile with ", result.message,
-               " (attempt ", again.attempts(), " of ", options_.max_attempts,
-               "); it goes behind the ", backlog_->size() - 1,
-               " other queued profiles, next upload in ", delay_ms, " ms"));
+  log_.Log(
+      LogLevel::kWarning, absl::StrCat("retry-", result.http_status),
+      absl::StrCat(options_.server_name, " answered a ", what, " profile with ",
+                   result.message, " (attempt ", again.attempts(), " of ",
+                   options_.max_attempts, "); it goes behind the ",
+                   backlog_->size() - 1,
+                   " other queued profiles, next upload in ", delay_ms, " ms"));
   return false;
 }
 
@@ -466,6 +507,7 @@ void PyroscopeSink::LogWindowSummaries(int64_t until_unix_ns) {
     const WindowTally t = tallies_.begin()->second;
     tallies_.erase(tallies_.begin());
     std::string line = absl::StrCat(
+        options_.server_name == "Pyroscope" ? "" : options_.server_name + " ",
         "window ",
         absl::FormatTime("%H:%M:%S", absl::FromUnixNanos(t.from_unix_ns),
                          absl::UTCTimeZone()),

@@ -47,6 +47,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,16 @@ absl::StatusOr<std::unique_ptr<ProfileSink>> MakePyroscopeSinkFromFlags();
 
 namespace shipping {
 
+// Turns a validated profile into the request body the record carries
+// (SpoolRecord.body), for a sink that speaks another protocol through this
+// one's queue, spool and retries (the OTLP sink, collector/otlp). `labels`
+// are the profile's series labels, `pprof` its parsed payload, `id` the
+// record's UUID (stable across retries). An error counts the profile as
+// invalid.
+using BodyEncoder = std::function<absl::StatusOr<std::string>(
+    const WindowProfile& profile, const Labels& labels,
+    const perftools::profiles::Profile& pprof, const std::string& id)>;
+
 struct PyroscopeSinkOptions {
   UploaderOptions upload;
   SeriesLabelConfig labels;
@@ -96,10 +107,18 @@ struct PyroscopeSinkOptions {
   // uncompressed pprof): its default ingestion_burst_size_mb.
   size_t max_request_bytes = size_t{2} << 20;
   PyroscopeLimits limits;
+  // Unset: Pyroscope's Push (or /ingest) request, made at upload time.
+  BodyEncoder encode_body;
+  // Metric names are this + "profiles_sent_total" etc.; the help of the
+  // metrics and the log lines name `server_name`.
+  std::string metric_prefix = "ringprof_";
+  std::string server_name = "Pyroscope";
   // A backlog profile is sent only if it is still this far inside the
   // ingestion window (transit time, clock skew).
   int64_t expiry_margin_ns = int64_t{60} * 1000000000;
 };
+
+struct ShippingMetrics;
 
 class PyroscopeSink final : public ProfileSink {
  public:
@@ -124,7 +143,8 @@ class PyroscopeSink final : public ProfileSink {
  private:
   PyroscopeSink(PyroscopeSinkOptions options,
                 std::unique_ptr<HttpUploader> uploader,
-                std::unique_ptr<Backlog> backlog);
+                std::unique_ptr<Backlog> backlog, ShippingMetrics* metrics);
+  ShippingMetrics& M() const { return *metrics_; }
 
   void Run();
   // Labels + validation; false when the profile is invalid or expired.
@@ -162,6 +182,7 @@ class PyroscopeSink final : public ProfileSink {
   bool CompleteFlushIfCaughtUp(uint64_t flush_target);
 
   const PyroscopeSinkOptions options_;
+  ShippingMetrics* const metrics_;  // shared by the sinks of one prefix
   std::unique_ptr<HttpUploader> uploader_;
   RateLimitedLog log_;
 
