@@ -190,6 +190,23 @@ int ReadCpuSignal(EnvLookup lookup, ReportLine report) {
   return static_cast<int>(signo);
 }
 
+// A switch: 1/true/yes or 0/false/no (empty: the default, `*value`).
+void LoadSwitch(EnvLookup lookup, ReportLine report, const char* name,
+                bool* value) {
+  const char* text = lookup(name);
+  if (text == nullptr || text[0] == '\0') return;
+  if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0 ||
+      strcmp(text, "yes") == 0) {
+    *value = true;
+  } else if (strcmp(text, "0") == 0 || strcmp(text, "false") == 0 ||
+             strcmp(text, "no") == 0) {
+    *value = false;
+  } else {
+    ReportBad(report, name, text, "1/true/yes or 0/false/no",
+              *value ? "1 (on)" : "0 (off)");
+  }
+}
+
 }  // namespace
 
 void ReportToStderr(const char* line) {
@@ -223,16 +240,8 @@ void LoadConfig(EnvLookup lookup, ReportLine report,
     }
   }
 
-  if (const char* text = lookup("RINGPROF_TRACK_FREES")) {
-    if (strcmp(text, "0") == 0 || strcmp(text, "false") == 0 ||
-        strcmp(text, "no") == 0) {
-      config->track_frees = false;
-    } else if (!(text[0] == '\0' || strcmp(text, "1") == 0 ||
-                 strcmp(text, "true") == 0 || strcmp(text, "yes") == 0)) {
-      ReportBad(report, "RINGPROF_TRACK_FREES", text,
-                "1/true/yes or 0/false/no", "1 (on)");
-    }
-  }
+  LoadSwitch(lookup, report, "RINGPROF_TRACK_FREES", &config->track_frees);
+  LoadSwitch(lookup, report, "RINGPROF_PTRACER_ANY", &config->ptracer_any);
 
   if (const char* text = lookup("RINGPROF_DIR")) {
     const size_t n = strlen(text);

@@ -48,6 +48,12 @@ struct Config {
   // RINGPROF_TRACK_FREES (default on): the live set and FreeSampled records
   // for the in-use heap; see free_tracker.h and live_set.h.
   bool track_frees = true;
+  // RINGPROF_PTRACER_ANY (default off): the process calls
+  // prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), so that a collector sidecar
+  // of the same uid may read /proc/<pid>/root where the kernel applies YAMA's
+  // ptrace scope to reading it (gVisor before release-20251215). It also
+  // lets any process of that uid attach to this one with ptrace.
+  bool ptracer_any = false;
 };
 
 // Returns the value of an environment variable or nullptr.

@@ -48,6 +48,7 @@ TEST_F(ConfigTest, DefaultsWithEmptyEnvironment) {
   EXPECT_EQ(config.min_samples_per_sec, 100);
   EXPECT_EQ(config.max_samples_per_sec, 2000);
   EXPECT_TRUE(config.track_frees);
+  EXPECT_FALSE(config.ptracer_any);
   EXPECT_TRUE(lines_.empty());
 }
 
@@ -60,7 +61,8 @@ TEST_F(ConfigTest, ValidValuesAreTaken) {
           {"RINGPROF_FILE_MODE", "0640"},
           {"RINGPROF_MIN_SAMPLES_PER_SEC", "0"},
           {"RINGPROF_MAX_SAMPLES_PER_SEC", "50"},
-          {"RINGPROF_TRACK_FREES", "0"}};
+          {"RINGPROF_TRACK_FREES", "0"},
+          {"RINGPROF_PTRACER_ANY", "1"}};
   const Config config = Load();
   EXPECT_STREQ(config.dir, "/dev/shm/rings");  // trailing slash dropped
   EXPECT_STREQ(config.service_name, "checkout");
@@ -71,6 +73,7 @@ TEST_F(ConfigTest, ValidValuesAreTaken) {
   EXPECT_EQ(config.min_samples_per_sec, 0);
   EXPECT_EQ(config.max_samples_per_sec, 50);
   EXPECT_FALSE(config.track_frees);
+  EXPECT_TRUE(config.ptracer_any);
   EXPECT_TRUE(lines_.empty());
 }
 
@@ -117,6 +120,7 @@ TEST_F(ConfigTest, EachBadValueReportsOneLineAndKeepsTheDefault) {
       {"RINGPROF_MIN_SAMPLES_PER_SEC", "5000"},
       {"RINGPROF_MAX_SAMPLES_PER_SEC", "0"},
       {"RINGPROF_TRACK_FREES", "sometimes"},
+      {"RINGPROF_PTRACER_ANY", "any"},
   };
   for (const auto& [name, value] : bad) {
     env_ = {{name, value}};
@@ -135,6 +139,7 @@ TEST_F(ConfigTest, EachBadValueReportsOneLineAndKeepsTheDefault) {
     EXPECT_EQ(config.min_samples_per_sec, defaults.min_samples_per_sec);
     EXPECT_EQ(config.max_samples_per_sec, defaults.max_samples_per_sec);
     EXPECT_EQ(config.track_frees, defaults.track_frees);
+    EXPECT_EQ(config.ptracer_any, defaults.ptracer_any);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -406,6 +407,17 @@ void FlushLostSamples() {
   }
 }
 
+namespace {
+
+// RINGPROF_PTRACER_ANY (config.h). Linux keeps a ptracer exception per
+// process, not across fork, so fork children set it again. Without YAMA
+// the call fails (EINVAL), and nothing needs it.
+void AllowAnyPtracerIfConfigured() {
+  if (g_config.ptracer_any) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+}
+
+}  // namespace
+
 void StartSession() {
   ReentryGuard guard;  // nothing below is sampled
   // The default service name: the name the program was started as (a
@@ -419,6 +431,7 @@ void StartSession() {
              have_invocation_name ? program_invocation_name : g_executable,
              &g_config);
   if (g_config.disabled) return;
+  AllowAnyPtracerIfConfigured();
   if (have_invocation_name) ReadExecutablePath();
   SampleClockInit();
   ConfigureSampler();
@@ -464,6 +477,7 @@ void EndSession(int exit_status) {
 }
 
 void RestartSessionInForkChild() {
+  AllowAnyPtracerIfConfigured();
   // The child's only thread inherited the forking thread's TLS.
   ResetModuleMapAfterFork();
   ResetLiveSetSweepAfterFork();
