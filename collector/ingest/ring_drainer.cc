@@ -17,6 +17,7 @@
 #include "collector/base/file.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
+#include "collector/ingest/ring_dir_filesystem.h"
 
 namespace ringprof {
 namespace collector {
@@ -190,6 +191,7 @@ absl::StatusOr<std::unique_ptr<RingDrainer>> RingDrainer::Create(
   if (!adjusted.state_dir.empty()) {
     RemoveOrphanedStates(adjusted.state_dir, adjusted.ring_dir);
   }
+  CheckRingDirFilesystem(adjusted.ring_dir);
   return std::unique_ptr<RingDrainer>(
       new RingDrainer(adjusted, queue, std::move(*watcher)));
 }

@@ -35,6 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "collector/base/log.h"
 #include "collector/base/metrics.h"
 #include "collector/symbolize/module_file.h"
 #include "collector/symbolize/symbol_table.h"
@@ -63,6 +64,19 @@ Counter& RejectedMetric() {
       "ringprof_symbolizer_files_rejected_total",
       "Module and debug files not used: not a regular file, over "
       "--symbols-max-file-mib, not a sound ELF, or another build-id.");
+  return counter;
+}
+Counter& RootsDeniedMetric() {
+  static Counter& counter = Metrics::Get().GetCounter(
+      "ringprof_symbolizer_roots_denied_total",
+      "Opens of a process's /proc/<pid>/root refused (permission denied): "
+      "its binaries can be found by build-id only.");
+  return counter;
+}
+Counter& FilesDeniedMetric() {
+  static Counter& counter = Metrics::Get().GetCounter(
+      "ringprof_symbolizer_files_denied_total",
+      "Workload binaries the collector may not read (permission denied).");
   return counter;
 }
 Counter& EvictionsMetric() {
@@ -448,7 +462,11 @@ class ElfSymbolizer final : public Symbolizer {
     ProcessRoot& root = roots_[pid];
     if (root.attached++ > 0 || pid == 0 || options_.proc_root.empty()) return;
     absl::StatusOr<UniqueFd> fd = OpenProcessRoot(options_.proc_root, pid);
-    if (fd.ok()) root.fd = std::move(*fd);
+    if (fd.ok()) {
+      root.fd = std::move(*fd);
+    } else {
+      NoteRootFailure(pid, fd.status());
+    }
   }
 
   void DetachProcess(uint32_t pid) override {
@@ -542,6 +560,38 @@ class ElfSymbolizer final : public Symbolizer {
     UpdateGauges();
   }
 
+  // A refused /proc/<pid>/root leaves every binary of the process
+  // unsymbolized unless it is found by build-id: counted, and said once.
+  void NoteRootFailure(uint32_t pid, const absl::Status& status) {
+    if (!absl::IsPermissionDenied(status)) return;  // e.g. the process is gone
+    ++stats_.roots_denied;
+    RootsDeniedMetric().Add(1);
+    if (warned_root_denied_) return;
+    warned_root_denied_ = true;
+    LogWarning(absl::StrCat(
+        "pid ", pid, ": ", status.message(),
+        ": the collector may not read this process's binaries, so its frames "
+        "stay module+0xoffset unless --symbols-dir or debuginfod has them by "
+        "build-id. gVisor before release-20251215 lets a process read "
+        "another's /proc/<pid>/root only if it may ptrace it: set "
+        "RINGPROF_PTRACER_ANY=1 in the workload, or run the collector as "
+        "root (examples/deploy/README.md, \"Symbols in a gVisor pod\"). "
+        "Said once; counted in ringprof_symbolizer_roots_denied_total"));
+  }
+
+  void NoteFileDenied(uint32_t pid, const std::string& path) {
+    ++stats_.files_denied;
+    FilesDeniedMetric().Add(1);
+    if (warned_file_denied_) return;
+    warned_file_denied_ = true;
+    LogWarning(absl::StrCat(
+        "pid ", pid, ": may not read ", path,
+        " (permission denied): its frames stay module+0xoffset unless "
+        "--symbols-dir or debuginfod has it by build-id; run the collector "
+        "with a uid or group that can read the workload's binaries. Said "
+        "once; counted in ringprof_symbolizer_files_denied_total"));
+  }
+
   // Opens a candidate ELF and checks it; null (counted) when unusable.
   std::unique_ptr<ElfFile> Check(absl::StatusOr<UniqueFd> fd,
                                  const std::string& expected_build_id) {
@@ -584,14 +634,19 @@ class ElfSymbolizer final : public Symbolizer {
       root = attached->second.fd.get();
     } else {
       absl::StatusOr<UniqueFd> fd = OpenProcessRoot(options_.proc_root, pid);
-      if (fd.ok()) ad_hoc = std::move(*fd);
+      if (fd.ok()) {
+        ad_hoc = std::move(*fd);
+      } else {
+        NoteRootFailure(pid, fd.status());
+      }
       root = ad_hoc.get();
     }
     if (root < 0) return nullptr;
-    return Check(OpenInRoot(root, path,
-                            options_.walk_only ? RootResolution::kWalkOnly
-                                               : RootResolution::kAuto),
-                 build_id);
+    absl::StatusOr<UniqueFd> fd = OpenInRoot(
+        root, path,
+        options_.walk_only ? RootResolution::kWalkOnly : RootResolution::kAuto);
+    if (absl::IsPermissionDenied(fd.status())) NoteFileDenied(pid, path);
+    return Check(std::move(fd), build_id);
   }
 
   std::unique_ptr<ElfFile> OpenCollectorFile(const std::string& path,
@@ -846,6 +901,8 @@ class ElfSymbolizer final : public Symbolizer {
 
   const SymbolizerOptions options_;
   SymbolizerStats stats_;
+  bool warned_root_denied_ = false;
+  bool warned_file_denied_ = false;
   Debuginfod debuginfod_;
   absl::flat_hash_map<uint32_t, ProcessRoot> roots_;
   // Modules by key; lru_ front is the most recently used.

@@ -3,12 +3,14 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -638,6 +640,67 @@ class SymbolizerRootTest : public SymbolizerTest {
   fs::path proc_root_;
   fs::path root_;
 };
+
+// Without the capabilities that bypass file permissions (root has them), for
+// the life of the object and on this thread only: what a non-root collector
+// sees.
+class WithoutDacOverride {
+ public:
+  WithoutDacOverride() {
+    __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    ok_ = syscall(SYS_capget, &header, saved_) == 0;
+    __user_cap_data_struct reduced[2] = {saved_[0], saved_[1]};
+    reduced[0].effective &=
+        ~((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH));
+    ok_ = ok_ && syscall(SYS_capset, &header, reduced) == 0;
+  }
+  ~WithoutDacOverride() {
+    __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    syscall(SYS_capset, &header, saved_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  __user_cap_data_struct saved_[2] = {};
+  bool ok_ = false;
+};
+
+TEST_F(SymbolizerRootTest, ARefusedRootIsCountedNotSilent) {
+  SymbolizerOptions options = Options();
+  fs::copy_file(DataPath("symbolizer_test_program"), Inside());
+  fs::permissions(proc_root_ / std::to_string(kPid), fs::perms::none);
+  auto symbolizer = Symbolizer::Create(options);
+  {
+    WithoutDacOverride unprivileged;
+    ASSERT_TRUE(unprivileged.ok());
+    symbolizer->AttachProcess(kPid);
+    EXPECT_TRUE(symbolizer
+                    ->Symbolize(Reported(), facts_.outer_return_address,
+                                AddressKind::kReturnAddress)
+                    .empty());
+  }
+  fs::permissions(proc_root_ / std::to_string(kPid), fs::perms::owner_all);
+  EXPECT_EQ(symbolizer->stats().roots_denied, 1u);
+  EXPECT_EQ(symbolizer->stats().files_denied, 0u);
+  symbolizer->DetachProcess(kPid);
+}
+
+TEST_F(SymbolizerRootTest, ARefusedBinaryIsCountedNotSilent) {
+  SymbolizerOptions options = Options();
+  fs::copy_file(DataPath("symbolizer_test_program"), Inside());
+  fs::permissions(Inside(), fs::perms::none);
+  auto symbolizer = Symbolizer::Create(options);
+  {
+    WithoutDacOverride unprivileged;
+    ASSERT_TRUE(unprivileged.ok());
+    EXPECT_TRUE(symbolizer
+                    ->Symbolize(Reported(), facts_.outer_return_address,
+                                AddressKind::kReturnAddress)
+                    .empty());
+  }
+  EXPECT_EQ(symbolizer->stats().files_denied, 1u);
+  EXPECT_EQ(symbolizer->stats().roots_denied, 0u);
+}
 
 TEST_F(SymbolizerRootTest, ALibraryTruncatedAfterIndexingKeepsSymbolizing) {
   SymbolizerOptions options = Options();
