@@ -119,9 +119,11 @@ const bool kFlagEnvironment = RegisterFlagEnvironment({
 });
 
 // A secret file is read once, at startup, and must be a regular file of at
-// most 64 KiB: a FIFO or a device (/dev/zero) would hang or never end.
+// most 64 KiB: a FIFO or a device (/dev/zero) would hang or never end. It
+// may be empty only where `may_be_empty` (no secret is then in use).
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
-                                           const char* what) {
+                                           const char* what,
+                                           bool may_be_empty) {
   constexpr size_t kMaxSecretBytes = 64 * 1024;
   absl::StatusOr<std::string> read = ReadRegularFile(path, kMaxSecretBytes);
   if (!read.ok()) {
@@ -133,7 +135,7 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) {
     secret.pop_back();
   }
-  if (secret.empty()) {
+  if (secret.empty() && !may_be_empty) {
     return absl::InvalidArgumentError(
         absl::StrCat("the ", what, " file ", path, " is empty"));
   }
@@ -148,10 +150,12 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
 // A secret from its flag, or from its file flag (the file wins).
 absl::StatusOr<std::string> Secret(const absl::Flag<std::string>& flag,
                                    const absl::Flag<std::string>& file_flag,
-                                   const char* what) {
+                                   const char* what,
+                                   bool may_be_empty = false) {
   const std::string file = absl::GetFlag(file_flag);
   absl::StatusOr<std::string> secret =
-      file.empty() ? absl::GetFlag(flag) : ReadSecretFile(file, what);
+      file.empty() ? absl::GetFlag(flag)
+                   : ReadSecretFile(file, what, may_be_empty);
   // Not passed on to a program `ringprof run` starts.
   const std::string variable =
       FlagVariableOf(absl::GetFlagReflectionHandle(flag).Name());
@@ -291,9 +295,12 @@ PyroscopeSinkOptionsFromFlags() {
   o.labels = std::move(*labels);
 
   o.upload.basic_auth_user = absl::GetFlag(FLAGS_basic_auth_user);
+  // Without a user, an empty password file is no basic auth at all: a
+  // Kubernetes Secret for a server without authentication (the deploy
+  // kit's) mounts its empty key as an empty file.
   absl::StatusOr<std::string> password =
       Secret(FLAGS_basic_auth_password, FLAGS_basic_auth_password_file,
-             "basic auth password");
+             "basic auth password", o.upload.basic_auth_user.empty());
   if (!password.ok()) return password.status();
   o.upload.basic_auth_password = std::move(*password);
   absl::StatusOr<std::string> token =

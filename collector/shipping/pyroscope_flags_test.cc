@@ -193,6 +193,17 @@ TEST_F(PyroscopeFlagsTest, SecretFilesMustBeSmallRegularFiles) {
   absl::SetFlag(&FLAGS_basic_auth_password_file, WriteFile("a\nb\n"));
   EXPECT_FALSE(PyroscopeSinkOptionsFromFlags().ok());
 
+  // Empty: an error with a user, no basic auth without one.
+  absl::SetFlag(&FLAGS_basic_auth_password_file, WriteFile(""));
+  absl::SetFlag(&FLAGS_basic_auth_user, "123456");
+  options = PyroscopeSinkOptionsFromFlags();
+  ASSERT_FALSE(options.ok());
+  EXPECT_THAT(options.status().message(), HasSubstr("is empty"));
+  absl::SetFlag(&FLAGS_basic_auth_user, "");
+  options = PyroscopeSinkOptionsFromFlags();
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ((*options)->upload.basic_auth_password, "");
+
   // Read once, then gone from the environment a child would inherit.
   absl::SetFlag(&FLAGS_basic_auth_password_file, "");
   SetEnv("PYROSCOPE_BASIC_AUTH_PASSWORD", "pw");

@@ -1,0 +1,575 @@
+#!/usr/bin/python3
+"""The deploy kit's Kubernetes pod, run as a real multi-container gVisor pod.
+
+Reads examples/deploy/k8s/ringprof-gvisor.yaml and turns its pod template
+into OCI bundles the way containerd and gVisor's runsc shim do, then runs
+them with bare rootful `runsc create/start` under a private --root:
+
+  * a pause container (io.kubernetes.cri.container-type=sandbox) that carries
+    the pod's mount hints: for each emptyDir of medium Memory,
+    dev.gvisor.spec.mount.<volume>.{source,type=tmpfs,share=pod} with the
+    volume's host directory as source (what the shim writes when containerd
+    passes the dev.gvisor.* pod annotations);
+  * the init container, then the app and the collector sidecar
+    (container-type=container, sandbox-id=<pause>), with the manifest's
+    command/args (or the image's entrypoint), env (values, Secret keys,
+    fieldRefs, $(VAR) expansion), volume mounts (a hinted volume as a tmpfs
+    mount of the same source, other emptyDirs and the Secret as binds of
+    host directories), securityContext (uid, gid, fsGroup, capabilities,
+    noNewPrivileges, read-only root) and, with shareProcessNamespace, the pid
+    namespace path /proc/<sandbox pid>/ns/pid (containerd's PID mode POD).
+
+Images are directories built here: Debian's /usr and /etc of the host,
+read-only, plus what the Dockerfiles put in the image (libringprof.so,
+ringprof, the example server) under the same paths.
+
+What the test changes in the pod, and why: the app's --seconds (bounded
+time), the collector's --metrics-port (a free port: the sandbox uses the
+host's network, --network=host, instead of a pod network namespace), and the
+Secret's server-address (the Pyroscope the test runs). Everything else is the
+manifest's: a change to it that breaks profiling fails this test.
+
+--variant=shipped: the manifest as it is. Asserts both profile types of the
+  app arrive with its hot functions symbolized, no upload rejected, nothing
+  lost, no permission or ring-directory warning.
+--variant=no-mount-hint: the ring volume without medium: Memory (so no mount
+  hint: a host directory served by the gofer). Asserts the collector's one
+  warning about the ring directory and its /metrics gauge.
+--variant=no-ptracer: the app without RINGPROF_PTRACER_ANY. Asserts the
+  collector's one warning that /proc/<pid>/root was refused, and its
+  /metrics counter.
+--variant=sys-ptrace: the app without RINGPROF_PTRACER_ANY, the collector
+  with capabilities.add: [SYS_PTRACE]; reports whether symbols arrive (a
+  measurement, not run by the test suite).
+
+Must run as root (rootful `runsc create`); if runsc cannot start a pod, the
+test fails and says why.
+"""
+
+import argparse
+import copy
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import sidecar_e2e_test as e2e  # noqa: E402  (receiver, checks, summaries)
+
+MANIFEST = "examples/deploy/k8s/ringprof-gvisor.yaml"
+SECRET = "examples/deploy/k8s/pyroscope-secret.yaml"
+POD_ID = "ringprof-pod"
+APP_SECONDS = 6
+TIME_BOUND_S = 75.0
+
+# What each image of the manifest holds beyond Debian's /usr and /etc:
+# {image: ({path in the image: path in the runfiles}, entrypoint)}, as the
+# Dockerfiles in examples/deploy build them.
+IMAGES = {
+    "ringprof-emitter:latest": (
+        {"/opt/ringprof/lib/libringprof.so": "emitter/libringprof.so"}, []),
+    "ringprof-examples:latest": (
+        {"/usr/local/bin/server": "examples/server/server",
+         "/opt/ringprof/lib/libringprof.so": "emitter/libringprof.so"}, []),
+    "ringprof-collector:latest": (
+        {"/usr/local/bin/ringprof": "collector/ringprof"},
+        ["/usr/local/bin/ringprof", "collect"]),
+}
+
+# containerd's default capabilities (oci.WithDefaultSpec / CRI).
+DEFAULT_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
+                "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID",
+                "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+                "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"]
+
+HOT_FUNCTIONS = {"ParseJsonRequest": (0.10, 0.25), "RenderResponse": (0.03, 0.005)}
+
+log = e2e.log
+fail = e2e.fail
+
+
+# --- the manifest ---------------------------------------------------------------
+
+def load_pod(variant):
+    with open(e2e.path_of(MANIFEST)) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    deployment = next(d for d in docs if d.get("kind") == "Deployment")
+    pod = copy.deepcopy(deployment["spec"]["template"])
+    with open(e2e.path_of(SECRET)) as f:
+        secret = next(d for d in yaml.safe_load_all(f) if d)
+    spec = pod["spec"]
+    app = spec["containers"][0]
+    collector = next(c for c in spec["containers"]
+                     if c["image"].startswith("ringprof-collector"))
+    if variant == "no-mount-hint":
+        for v in spec["volumes"]:
+            if v.get("emptyDir", {}).get("medium") == "Memory":
+                del v["emptyDir"]["medium"]
+    if variant in ("no-ptracer", "sys-ptrace"):
+        app["env"] = [e for e in app.get("env", [])
+                      if e["name"] != "RINGPROF_PTRACER_ANY"]
+    if variant == "sys-ptrace":
+        caps = collector.setdefault("securityContext", {}).setdefault(
+            "capabilities", {})
+        caps.setdefault("add", []).append("SYS_PTRACE")
+    return pod, secret, app, collector
+
+
+def expand(value, env):
+    """Kubernetes' $(VAR) references to earlier variables; $$ escapes."""
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$" if m.group(0) == "$$" else
+                  env.get(m.group(1), m.group(0)), value)
+
+
+def container_env(container, secret_data, namespace):
+    env = {}
+    for e in container.get("env", []):
+        if "value" in e:
+            env[e["name"]] = expand(str(e["value"]), env)
+            continue
+        source = e["valueFrom"]
+        if "secretKeyRef" in source:
+            ref = source["secretKeyRef"]
+            if ref["key"] in secret_data:
+                env[e["name"]] = secret_data[ref["key"]]
+            elif not ref.get("optional"):
+                fail("Secret key %s missing" % ref["key"])
+        elif "fieldRef" in source:
+            path = source["fieldRef"]["fieldPath"]
+            values = {"metadata.namespace": namespace,
+                      "metadata.name": "orders-server-test"}
+            env[e["name"]] = values[path]
+        else:
+            fail("env source not handled: %s" % source)
+    return env
+
+
+# --- OCI bundles ------------------------------------------------------------
+
+class Pod:
+    def __init__(self, scratch, pod, secret, shm_root):
+        self.scratch = scratch
+        self.pod = pod
+        self.spec = pod["spec"]
+        self.secret = secret
+        self.uid = "0d1e2f3a-test"
+        # Host directories of the volumes, where the kubelet puts them:
+        # medium Memory on a tmpfs, the others on disk.
+        self.volumes = {}
+        self.hints = {}
+        for v in self.spec["volumes"]:
+            name = v["name"]
+            if "emptyDir" in v:
+                memory = v["emptyDir"].get("medium") == "Memory"
+                base = shm_root if memory else scratch
+                path = os.path.join(base, "pods", self.uid, "volumes",
+                                    "kubernetes.io~empty-dir", name)
+                os.makedirs(path)
+                os.chmod(path, 0o777)  # the kubelet makes emptyDirs 0777
+                self.chgrp_fs_group(path)
+                if memory:
+                    self.hints[name] = path
+            elif "secret" in v:
+                path = os.path.join(scratch, "pods", self.uid, "volumes",
+                                    "kubernetes.io~secret", name)
+                os.makedirs(path)
+                mode = v["secret"].get("defaultMode", 0o644)
+                for key, value in secret["stringData"].items():
+                    f = os.path.join(path, key)
+                    with open(f, "w") as out:
+                        out.write(value)
+                    os.chmod(f, mode)
+                    self.chgrp_fs_group(f)
+            else:
+                fail("volume kind not handled: %s" % v)
+            self.volumes[name] = path
+
+    def chgrp_fs_group(self, path):
+        group = self.spec.get("securityContext", {}).get("fsGroup")
+        if group is not None:
+            os.chown(path, -1, group)
+
+    def bundle(self, name, container, env, sandbox_pid, argv_override=None):
+        """Writes <scratch>/bundles/<name>/{config.json,rootfs}."""
+        bundle = os.path.join(self.scratch, "bundles", name)
+        rootfs = os.path.join(bundle, "rootfs")
+        files, entrypoint = IMAGES.get(container["image"], ({}, [])) \
+            if container else ({}, [])
+        make_rootfs(rootfs, files)
+        mounts = base_mounts()
+        for vm in (container or {}).get("volumeMounts", []):
+            source = self.volumes[vm["name"]]
+            os.makedirs(rootfs + vm["mountPath"], exist_ok=True)
+            ro = vm.get("readOnly", False)
+            if vm["name"] in self.hints:
+                # The shim's ChangeMountType: the bind of the hinted source
+                # becomes a tmpfs mount, matched to the hint by source.
+                mounts.append({"destination": vm["mountPath"], "type": "tmpfs",
+                               "source": source,
+                               "options": ["ro" if ro else "rw", "rprivate"]})
+            else:
+                mounts.append({"destination": vm["mountPath"], "type": "bind",
+                               "source": source,
+                               "options": ["rbind", "rprivate",
+                                           "ro" if ro else "rw"]})
+        if container is None:  # pause
+            argv = ["/usr/bin/sleep", "100000"]
+        elif argv_override:
+            argv = argv_override
+        else:
+            argv = (container.get("command") or entrypoint) + \
+                container.get("args", [])
+        annotations = {"io.kubernetes.cri.sandbox-id": POD_ID}
+        namespaces = [{"type": t} for t in ("mount", "ipc", "uts")]
+        if container is None:
+            annotations["io.kubernetes.cri.container-type"] = "sandbox"
+            for vol, source in self.hints.items():
+                prefix = "dev.gvisor.spec.mount.%s." % vol
+                annotations[prefix + "source"] = source
+                annotations[prefix + "type"] = "tmpfs"
+                annotations[prefix + "share"] = "pod"
+            namespaces.append({"type": "pid"})
+        else:
+            annotations["io.kubernetes.cri.container-type"] = "container"
+            annotations["io.kubernetes.cri.container-name"] = container["name"]
+            pid = {"type": "pid"}
+            if self.spec.get("shareProcessNamespace"):
+                pid["path"] = "/proc/%d/ns/pid" % sandbox_pid
+            namespaces.append(pid)
+        config = {
+            "ociVersion": "1.0.2",
+            "process": self.process(container, argv, env),
+            "root": {"path": "rootfs",
+                     "readonly": bool(container and container.get(
+                         "securityContext", {}).get("readOnlyRootFilesystem"))},
+            "hostname": "orders-server-test",
+            "mounts": mounts,
+            "annotations": annotations,
+            "linux": {"namespaces": namespaces},
+        }
+        with open(os.path.join(bundle, "config.json"), "w") as f:
+            json.dump(config, f, indent=1)
+        return bundle
+
+    def process(self, container, argv, env):
+        pod_sc = self.spec.get("securityContext", {})
+        sc = (container or {}).get("securityContext", {})
+        uid = sc.get("runAsUser", pod_sc.get("runAsUser", 0))
+        gid = sc.get("runAsGroup", pod_sc.get("runAsGroup", 0))
+        groups = [g for g in [pod_sc.get("fsGroup")] +
+                  pod_sc.get("supplementalGroups", []) if g is not None]
+        caps = [] if container is None else list(DEFAULT_CAPS)
+        dropped = sc.get("capabilities", {}).get("drop", [])
+        if "ALL" in dropped:
+            caps = []
+        caps = [c for c in caps if c[len("CAP_"):] not in dropped]
+        caps += ["CAP_" + c for c in sc.get("capabilities", {}).get("add", [])]
+        environment = ["PATH=/usr/local/bin:/usr/bin:/bin",
+                       "HOSTNAME=orders-server-test"]
+        environment += ["%s=%s" % kv for kv in env.items()]
+        return {
+            "terminal": False,
+            "user": {"uid": uid, "gid": gid, "additionalGids": groups},
+            "args": argv,
+            "env": environment,
+            "cwd": "/",
+            # As containerd gives them: no ambient set, so a non-root
+            # process keeps nothing across execve but what its file grants.
+            "capabilities": {"bounding": caps, "effective": caps,
+                             "permitted": caps, "inheritable": [],
+                             "ambient": []},
+            "noNewPrivileges": sc.get("allowPrivilegeEscalation") is False,
+            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 65536,
+                         "soft": 65536}],
+        }
+
+
+def make_rootfs(rootfs, files):
+    """An image: mount points for the host's /usr/* and /etc (read-only binds,
+    base_mounts), merged-/usr symlinks, and the image's own files copied in."""
+    for d in ("proc", "dev", "sys", "tmp", "etc", "var/run", "usr/local/bin",
+              "usr/bin", "usr/lib", "usr/lib64", "usr/share", "usr/sbin"):
+        os.makedirs(os.path.join(rootfs, d), exist_ok=True)
+    for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"),
+                         ("lib64", "usr/lib64"), ("sbin", "usr/sbin")):
+        if not os.path.lexists(os.path.join(rootfs, link)):
+            os.symlink(target, os.path.join(rootfs, link))
+    for inside, relative in files.items():
+        dest = rootfs + inside
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy(e2e.path_of(relative), dest)
+        os.chmod(dest, 0o755)
+
+
+def base_mounts():
+    mounts = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
+         "options": ["nosuid", "noexec", "nodev", "mode=1777"]},
+        {"destination": "/sys", "type": "sysfs", "source": "sysfs",
+         "options": ["nosuid", "noexec", "nodev", "ro"]},
+        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "nodev", "mode=1777"]},
+    ]
+    for d in ("/usr/bin", "/usr/lib", "/usr/lib64", "/usr/share", "/usr/sbin",
+              "/etc"):
+        mounts.append({"destination": d, "type": "bind", "source": d,
+                       "options": ["rbind", "ro"]})
+    return mounts
+
+
+# --- runsc --------------------------------------------------------------------
+
+class Runsc:
+    def __init__(self, binary, platform, state_dir, debug_dir):
+        self.base = [binary, "--root=" + state_dir, "--network=host",
+                     "--platform=" + platform,
+                     "--debug-log=" + debug_dir + "/"]
+        self.debug_dir = debug_dir
+
+    def run(self, *args, stdout=None, timeout=60, check=True):
+        cmd = self.base + list(args)
+        result = subprocess.run(cmd, stdout=stdout or subprocess.PIPE,
+                                stderr=subprocess.STDOUT, timeout=timeout)
+        if check and result.returncode != 0:
+            out = "" if stdout else result.stdout.decode(errors="replace")
+            fail("%s failed (exit %d): %s\n%s" % (
+                " ".join(args[:2]), result.returncode, out, self.debug_tail()))
+        return result
+
+    def debug_tail(self):
+        tail = ""
+        for f in sorted(os.listdir(self.debug_dir))[-4:]:
+            with open(os.path.join(self.debug_dir, f), errors="replace") as fh:
+                tail += "--- %s\n%s" % (f, "".join(fh.readlines()[-8:]))
+        return tail
+
+    def start(self, cid, bundle, log_path):
+        """create + start; the container's stdio goes to log_path (the root
+        container's through create, a subcontainer's through start)."""
+        with open(log_path, "wb") as out:
+            self.run("create", "--bundle", bundle, cid, stdout=out)
+            self.run("start", cid, stdout=out)
+
+    def wait(self, cid, timeout):
+        result = self.run("wait", cid, timeout=timeout)
+        return json.loads(result.stdout.decode()).get("exitStatus")
+
+    def sandbox_pid(self):
+        return json.loads(self.run("state", POD_ID).stdout.decode())["pid"]
+
+
+def metrics(port):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                    timeout=5) as r:
+            return r.read().decode()
+    except OSError:
+        return ""
+
+
+def wait_until(what, predicate, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    fail("timed out after %.0f s waiting for %s" % (timeout_s, what))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def with_flag(args, name, value):
+    prefix = "--%s=" % name
+    return [prefix + value if a.startswith(prefix) else a for a in args]
+
+
+# --- the test ---------------------------------------------------------------
+
+def run_pod(args, scratch, receiver):
+    pod_spec, secret, app, collector = load_pod(args.variant)
+    secret = copy.deepcopy(secret)
+    secret["stringData"]["server-address"] = receiver.url
+    shm_root = tempfile.mkdtemp(prefix="ringprof-pod.", dir="/dev/shm")
+    state_dir = tempfile.mkdtemp(prefix="ringprof-runsc.", dir="/tmp")
+    debug_dir = os.path.join(scratch, "runsc-debug")
+    os.makedirs(debug_dir)
+    runsc = Runsc(args.runsc, args.platform, state_dir, debug_dir)
+    pod = Pod(scratch, pod_spec, secret, shm_root)
+    port = free_port()
+    namespace = "default"
+    started = []
+    out = {}
+    try:
+        runsc.start(POD_ID, pod.bundle("pause", None, {}, 0),
+                    os.path.join(scratch, "pause.log"))
+        started.append(POD_ID)
+        spid = runsc.sandbox_pid()
+        for init in pod.spec.get("initContainers", []):
+            env = container_env(init, secret["stringData"], namespace)
+            cid = "init-" + init["name"]
+            runsc.start(cid, pod.bundle(cid, init, env, spid),
+                        os.path.join(scratch, cid + ".log"))
+            started.append(cid)
+            status = runsc.wait(cid, 60)
+            if status != 0:
+                with open(os.path.join(scratch, cid + ".log")) as f:
+                    fail("init container %s exited %s:\n%s" % (
+                        init["name"], status, f.read()))
+        coll_argv = (IMAGES[collector["image"]][1] +
+                     with_flag(collector["args"], "metrics-port", str(port)))
+        coll_log = os.path.join(scratch, "collector.log")
+        runsc.start("collector", pod.bundle(
+            "collector", collector,
+            container_env(collector, secret["stringData"], namespace), spid,
+            coll_argv), coll_log)
+        started.append("collector")
+        # A readiness probe's view: the sidecar serves /metrics.
+        wait_until("the collector's /metrics", lambda: metrics(port), 30)
+        app_argv = with_flag(app["command"], "seconds", str(APP_SECONDS))
+        runsc.start("app", pod.bundle(
+            "app", app, container_env(app, secret["stringData"], namespace),
+            spid, app_argv), os.path.join(scratch, "app.log"))
+        started.append("app")
+        out["app_exit"] = runsc.wait("app", APP_SECONDS + 40)
+        # Every ring followed to its end, then the counters as an operator
+        # would read them, then pod shutdown: SIGTERM to the sidecar.
+        def drained():
+            text = metrics(port)
+            opened = e2e.metric_values(text, "ringprof_ring_files_opened_total")
+            still = e2e.metric_values(text, "ringprof_ring_files_open")
+            return text if opened and still == 0 else None
+        out["metrics"] = wait_until("the collector to drain the rings",
+                                    drained, 30)
+        runsc.run("kill", "collector", "TERM")
+        out["collector_exit"] = runsc.wait("collector", 30)
+        with open(coll_log, errors="replace") as f:
+            out["collector_log"] = f.read()
+        with open(os.path.join(scratch, "app.log"), errors="replace") as f:
+            out["app_log"] = f.read()
+    finally:
+        for cid in reversed(started):
+            runsc.run("delete", "-force", cid, check=False)
+        shutil.rmtree(state_dir, ignore_errors=True)
+        shutil.rmtree(shm_root, ignore_errors=True)
+    return out
+
+
+def check(args, out, receiver):
+    checks = e2e.Checks()
+    log("--- collector log ---\n%s--- app log (last 10 lines) ---\n%s---" % (
+        out["collector_log"], "\n".join(out["app_log"].splitlines()[-10:])))
+    checks.expect(out["app_exit"] == 0, "app exited 0 (%s)" % out["app_exit"])
+    checks.expect(out["collector_exit"] == 0,
+                  "collector drained and exited 0 on SIGTERM (%s)"
+                  % out["collector_exit"])
+    text, clog = out["metrics"], out["collector_log"]
+    denied = e2e.metric_values(text, "ringprof_symbolizer_roots_denied_total")
+    file_server = e2e.metric_values(text, "ringprof_ring_dir_file_server")
+    root_warnings = len(re.findall(r"warning: pid \d+: .*root.*may not read",
+                                   clog))
+    dir_warnings = clog.count("not a tmpfs")
+    if args.variant == "no-ptracer":
+        checks.expect(root_warnings == 1, "one warning that /proc/<pid>/root "
+                      "was refused (%d)" % root_warnings)
+        checks.expect((denied or 0) >= 1, "ringprof_symbolizer_roots_denied_total"
+                      " >= 1 (%s)" % denied)
+        return checks
+    if args.variant == "no-mount-hint":
+        checks.expect(dir_warnings == 1, "one warning that the ring directory "
+                      "is not a tmpfs (%d)" % dir_warnings)
+        checks.expect(file_server == 1, "ringprof_ring_dir_file_server 1 (%s)"
+                      % file_server)
+        return checks
+    checks.expect(root_warnings == 0 and (denied or 0) == 0,
+                  "no /proc/<pid>/root refused (%d warnings, counter %s)"
+                  % (root_warnings, denied))
+    if args.variant == "sys-ptrace":
+        return checks
+    checks.expect(dir_warnings == 0 and file_server == 0,
+                  "the ring directory is the pod's tmpfs (gauge %s)" % file_server)
+    lost, how = e2e.lost_records(clog, text, 1)
+    checks.expect(lost == 0, "nothing lost in the ring (%s; %s)" % (lost, how))
+    share = e2e.emitter_lost_share(text)
+    checks.expect(share is not None and share <= 0.01,
+                  "the emitter lost at most 1%% of its samples: %s" % share)
+    accepted, rejected = receiver.get("accepted"), receiver.get("rejected")
+    checks.expect(not rejected, "no upload rejected (%d rejected, %d accepted)"
+                  % (len(rejected), len(accepted)), json.dumps(rejected[:3]))
+    by_service = {}
+    for entry in accepted:
+        labels = entry.get("labels", {})
+        by_service.setdefault(labels.get("service_name"), {}).setdefault(
+            labels.get("__name__"), []).append(entry["summary"])
+        checks.expect(labels.get("runtime") == "gvisor" and
+                      labels.get("namespace") == "default",
+                      "the manifest's PYROSCOPE_TAGS arrive (%s)" % labels) \
+            if entry is accepted[0] else None
+    service = e2e.Workload("orders-server", None, None, HOT_FUNCTIONS)
+    e2e.check_profiles(checks, [service], by_service)
+    return checks
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runsc", default=e2e.RUNSC)
+    ap.add_argument("--platform", default="systrap")
+    ap.add_argument("--variant", default="shipped",
+                    choices=["shipped", "no-mount-hint", "no-ptracer",
+                             "sys-ptrace"])
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        fail("must run as root: runsc create (a multi-container pod) is "
+             "rootful only")
+    if shutil.which(args.runsc) is None:
+        fail("%s not found (run tools/setup)" % args.runsc)
+    started = time.monotonic()
+    keep = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+    scratch = tempfile.mkdtemp(prefix="pod_test.", dir=os.environ.get("TEST_TMPDIR"))
+    receiver = e2e.Receiver(scratch)
+    try:
+        version = subprocess.run([args.runsc, "--version"], capture_output=True,
+                                 text=True).stdout.splitlines()[0]
+        log("%s, platform %s, variant %s" % (version, args.platform, args.variant))
+        out = run_pod(args, scratch, receiver)
+        checks = check(args, out, receiver)
+        total = time.monotonic() - started
+        checks.expect(total < TIME_BOUND_S, "finished within %.0f s (%.1f s)"
+                      % (TIME_BOUND_S, total))
+        if checks.failures:
+            log("%d check(s) failed; outputs in %s" % (checks.failures,
+                                                       keep or scratch))
+            return 1
+        log("PASS: gVisor pod (%s)" % args.variant)
+        return 0
+    finally:
+        receiver.stop()
+        if keep:
+            for name in ("collector.log", "app.log", "pause.log",
+                         "receiver.log", "bundles/app/config.json",
+                         "bundles/collector/config.json",
+                         "bundles/pause/config.json"):
+                src = os.path.join(scratch, name)
+                if os.path.exists(src):
+                    shutil.copy(src, os.path.join(keep, name.replace("/", "_")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
