@@ -2,7 +2,7 @@
 # The Go toolchain and module cache of the tests that build Go programs
 # against modules from the Go module proxy (tests/otlp/decode).
 #
-#   source tools/go_modules.sh   # ringprof_go, RINGPROF_GOMODCACHE, RINGPROF_GOCACHE
+#   source tools/go_modules.sh   # ringprof_go, ringprof_go_build, RINGPROF_GO*
 #   tools/go_modules.sh download MODULE_DIR...   # fills the cache (setup)
 #
 # Tests run offline (GOPROXY=off) against RINGPROF_GOMODCACHE, which
@@ -27,6 +27,22 @@ ringprof_go() {
     fi
   done
   return 1
+}
+
+# ringprof_go_build MODULE_DIR OUT: builds the module's main package
+# offline into OUT (a copy of MODULE_DIR is built, runfiles are read-only).
+ringprof_go_build() {
+  local go tmp
+  go=$(ringprof_go) || { echo "no Go >= 1.24 found (run tools/setup)" >&2; return 1; }
+  tmp=$(mktemp -d "${TEST_TMPDIR:-/tmp}/gobuild.XXXXXX")
+  cp -rL "$1/." "$tmp"
+  chmod -R u+w "$tmp"
+  (cd "$tmp" && env HOME="$tmp" GOCACHE="$RINGPROF_GOCACHE" \
+     GOMODCACHE="$RINGPROF_GOMODCACHE" GOPROXY=off GOFLAGS=-mod=mod \
+     GOTOOLCHAIN=local "$go" build -o "$2" .) || {
+    echo "building $1 failed (module cache $RINGPROF_GOMODCACHE: run tools/setup)" >&2
+    return 1
+  }
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

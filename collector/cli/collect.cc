@@ -15,6 +15,7 @@
 #include "collector/cli/flags.h"
 #include "collector/cli/startup.h"
 #include "collector/collector.h"
+#include "collector/otlp/otlp_flags.h"
 #include "collector/shipping/http_uploader.h"
 #include "collector/shipping/pyroscope_flags.h"
 #include "collector/symbolize/symbolizer.h"
@@ -58,6 +59,14 @@ int CollectCommand() {
     const char* env = std::getenv("PYROSCOPE_SERVER_ADDRESS");
     if (server.empty() && env != nullptr) server = env;
     destinations.push_back(shipping::RedactUrl(server));
+  }
+  if (sinks->otlp) {
+    destinations.push_back(absl::StrCat(
+        "OTLP ", shipping::RedactUrl(otlp::ResolveEndpoint(
+                     absl::GetFlag(FLAGS_otlp_endpoint),
+                     std::getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != nullptr
+                         ? std::getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+                         : ""))));
   }
   if (sinks->local) destinations.push_back(sinks->local->out_dir() + "/");
   const std::string start_line =

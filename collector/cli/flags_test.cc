@@ -26,6 +26,8 @@ TEST(FlagsTest, EveryCollectorFlagHasAVariable) {
   EXPECT_GT(checked, 40);
   EXPECT_EQ(FlagVariableOf("watermark_slack"), "RINGPROF_WATERMARK_SLACK");
   EXPECT_EQ(FlagVariableOf("server_address"), "PYROSCOPE_SERVER_ADDRESS");
+  EXPECT_EQ(FlagVariableOf("otlp_endpoint"),
+            "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT");
 }
 
 TEST(FlagsTest, EnvironmentSetsFlagsAndBadValuesNameTheVariable) {

@@ -42,7 +42,8 @@ constexpr char kUsage[] =
     "  ringprof dump [--follow] [--max=N] [--quiet] RING_FILE\n\n"
     "Flags use --name=value (dashes or underscores); each is also read from "
     "RINGPROF_<NAME> (e.g. RINGPROF_OUTPUT_DIR). Pyroscope shipping flags "
-    "also read PYROSCOPE_* variables.";
+    "also read PYROSCOPE_* variables, the OTLP flags (--otlp-*) the "
+    "OpenTelemetry SDKs' OTEL_* variables.";
 
 int Main(int argc, char** argv) {
   ConfigureUsage();

@@ -25,6 +25,7 @@
 #include "collector/cli/flags.h"
 #include "collector/cli/startup.h"
 #include "collector/collector.h"
+#include "collector/otlp/otlp_flags.h"
 #include "collector/shipping/pyroscope_flags.h"
 #include "collector/sink/local_sink.h"
 #include "collector/sink/tee_sink.h"
@@ -110,8 +111,14 @@ absl::StatusOr<Sinks> MakeSinks(const std::string& output_dir,
       MakePyroscopeSinkFromFlags();
   if (!remote.ok()) return remote.status();
   sinks.remote = std::move(*remote);
+  // nullptr when no OTLP endpoint is configured (--otlp-endpoint,
+  // OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT).
+  absl::StatusOr<std::unique_ptr<ProfileSink>> otlp = MakeOtlpSinkFromFlags();
+  if (!otlp.ok()) return otlp.status();
+  sinks.otlp = std::move(*otlp);
+  const bool shipping = sinks.remote != nullptr || sinks.otlp != nullptr;
   std::string dir = output_dir;
-  if (dir.empty() && (local_by_default || sinks.remote == nullptr)) {
+  if (dir.empty() && (local_by_default || !shipping)) {
     dir = "ringprof-out";
   }
   if (!dir.empty()) {
@@ -121,10 +128,11 @@ absl::StatusOr<Sinks> MakeSinks(const std::string& output_dir,
   }
   std::vector<ProfileSink*> all;
   if (sinks.remote) all.push_back(sinks.remote.get());
+  if (sinks.otlp) all.push_back(sinks.otlp.get());
   if (sinks.local) all.push_back(sinks.local.get());
   sinks.tee = std::make_unique<TeeSink>(
-      all, log_windows && sinks.local && !sinks.remote ? sinks.local->out_dir()
-                                                       : "");
+      all,
+      log_windows && sinks.local && !shipping ? sinks.local->out_dir() : "");
   return sinks;
 }
 

@@ -23,6 +23,7 @@ namespace collector {
 // The sinks of one invocation.
 struct Sinks {
   std::unique_ptr<ProfileSink> remote;  // Pyroscope, when configured
+  std::unique_ptr<ProfileSink> otlp;    // OTLP endpoint, when configured
   std::unique_ptr<LocalSink> local;
   std::unique_ptr<TeeSink> tee;
 };

@@ -293,7 +293,12 @@ absl::Status InitProfiles(const Profile& pprof, const TableImporter& tables,
     out->set_duration_nano(static_cast<uint64_t>(pprof.duration_nanos()));
     out->mutable_period_type()->set_type_strindex(dict->Str(*period_type));
     out->mutable_period_type()->set_unit_strindex(dict->Str(*period_unit));
-    out->set_period(pprof.period());
+    // A pprof period of 0 says the values are already scaled to every
+    // event (the collector's memory profiles: unbiased estimates); OTLP
+    // consumers divide by nothing and Pyroscope names a profile by its
+    // period type only when the period is set, so say 1 (each unit counts
+    // itself).
+    out->set_period(pprof.period() != 0 ? pprof.period() : 1);
     out->set_profile_id(ProfileId(profile_id, i));
   }
   return absl::OkStatus();

@@ -6,8 +6,9 @@
 //   * one OTLP Profile per pprof sample type (OTLP profiles carry a single
 //     value type), all in one ResourceProfiles / ScopeProfiles ("ringprof")
 //     and sharing one dictionary; period_type, period, time and duration
-//     copied from the pprof; a sample whose value of a type is 0 is left out
-//     of that type's profile;
+//     copied from the pprof, except that a period of 0 (values already
+//     scaled to every event: the memory profiles) becomes 1; a sample whose
+//     value of a type is 0 is left out of that type's profile;
 //   * mappings keep addresses, offset and filename; a build id becomes the
 //     mapping attribute process.executable.build_id.gnu, so a backend can
 //     symbolize addresses the collector could not;

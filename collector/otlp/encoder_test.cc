@@ -123,6 +123,7 @@ TEST(EncodeProfile, MemoryProfileBecomesOneProfilePerTypeWithSameTotals) {
   for (const pb::Profile& prof : scope.profiles()) {
     const std::string type = S(*r, prof.sample_type().type_strindex());
     EXPECT_EQ(S(*r, prof.period_type().type_strindex()), "space");
+    EXPECT_EQ(prof.period(), 1);  // the pprof's 0: values already scaled
     for (const pb::Sample& s : prof.samples()) {
       ASSERT_EQ(s.values_size(), 1);
       totals[type] += s.values(0);

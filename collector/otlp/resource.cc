@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "collector/base/file.h"
 
 namespace ringprof {
 namespace collector {
@@ -83,7 +82,6 @@ Resource BuildResource(const ResourceFacts& facts) {
   }
   if (facts.pid != 0) w.Int("process.pid", facts.pid);
   w.String("process.executable.name", facts.executable_name);
-  w.String("container.id", facts.container_id);
   for (const auto& [name, value] : facts.series_labels) {
     w.String(AttributeName(name), value);
   }
@@ -101,31 +99,8 @@ std::string ExecutableName(const perftools::profiles::Profile& pprof) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string ContainerIdFromCgroup(absl::string_view cgroup_file) {
-  std::string found;
-  for (absl::string_view line : absl::StrSplit(cgroup_file, '\n')) {
-    size_t run = 0;
-    for (size_t i = 0; i <= line.size(); ++i) {
-      if (i < line.size() && HexDigit(line[i]) >= 0) {
-        ++run;
-        continue;
-      }
-      if (run == 64) {
-        found = absl::AsciiStrToLower(line.substr(i - 64, 64));
-      }
-      run = 0;
-    }
-  }
-  return found;
-}
-
-std::string ContainerIdOfProcess(uint32_t pid) {
-  absl::StatusOr<std::string> text =
-      ReadFile(absl::StrCat("/proc/", pid, "/cgroup"), 64 * 1024);
-  return text.ok() ? ContainerIdFromCgroup(*text) : "";
-}
-
-absl::StatusOr<Attributes> ParseResourceAttributes(absl::string_view text) {
+absl::StatusOr<Attributes> ParseKeyValueList(absl::string_view text,
+                                             absl::string_view what) {
   Attributes out;
   int n = 0;
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
@@ -136,7 +111,7 @@ absl::StatusOr<Attributes> ParseResourceAttributes(absl::string_view text) {
         absl::StripAsciiWhitespace(item.substr(0, eq));
     if (eq == absl::string_view::npos || key.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("resource attribute #", n, " is not key=value"));
+          absl::StrCat(what, " #", n, " is not key=value"));
     }
     absl::StatusOr<std::string> value =
         PercentDecode(absl::StripAsciiWhitespace(item.substr(eq + 1)));

@@ -9,7 +9,9 @@
 //                            hostname tag)
 //   k8s.pod.name,            the series' pod / namespace labels (POD_NAME,
 //   k8s.namespace.name       POD_NAMESPACE)
-//   container.id             from /proc/PID/cgroup, when it names one
+//   container.id             when given (OTEL_RESOURCE_ATTRIBUTES): the
+//                            collector cannot prove which container a pid
+//                            from another pid namespace belongs to
 //   everything else          the series' other labels as string attributes
 //                            under their own names: tags (PYROSCOPE_TAGS),
 //                            source-code labels, the workload's own labels
@@ -18,7 +20,7 @@
 // Pyroscope's own names (__name__, __session_id__, __delta__, pid) are
 // left out: the profile type is in each Profile, and process.pid is an int.
 //
-// Thread-safety: pure functions, except ContainerIdOfProcess (reads /proc).
+// Thread-safety: pure functions.
 #ifndef RINGPROF_COLLECTOR_OTLP_RESOURCE_H_
 #define RINGPROF_COLLECTOR_OTLP_RESOURCE_H_
 
@@ -43,7 +45,6 @@ struct ResourceFacts {
   Attributes series_labels;
   uint32_t pid = 0;
   std::string executable_name;
-  std::string container_id;
   Attributes extra;  // OTEL_RESOURCE_ATTRIBUTES
 };
 
@@ -53,16 +54,14 @@ struct ResourceFacts {
 // The basename of the first mapping's file (pprof's main binary), or "".
 std::string ExecutableName(const perftools::profiles::Profile& pprof);
 
-// The container id a cgroup file names: the last 64-hex-digit run in a
-// path (docker, containerd, CRI-O, podman layouts), or "".
-std::string ContainerIdFromCgroup(absl::string_view cgroup_file);
-// ContainerIdFromCgroup of /proc/PID/cgroup; "" when unreadable.
-std::string ContainerIdOfProcess(uint32_t pid);
-
-// OTEL_RESOURCE_ATTRIBUTES syntax: key=value,key2=value2, values
-// percent-encoded (W3C baggage octets). InvalidArgument naming the entry
-// for a missing '=', an empty key or a bad escape.
-absl::StatusOr<Attributes> ParseResourceAttributes(absl::string_view text);
+// The OpenTelemetry SDKs' list syntax (OTEL_RESOURCE_ATTRIBUTES,
+// OTEL_EXPORTER_OTLP_HEADERS): key=value,key2=value2, whitespace around
+// items trimmed, values percent-encoded (W3C baggage octets).
+// InvalidArgument for a missing '=', an empty key or a bad escape; the
+// message names the entry by `what` and position (or key), never by value
+// (header values are often secrets).
+absl::StatusOr<Attributes> ParseKeyValueList(absl::string_view text,
+                                             absl::string_view what);
 
 }  // namespace otlp
 }  // namespace collector

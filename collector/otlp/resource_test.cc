@@ -34,8 +34,9 @@ TEST(BuildResource, NamesFactsBySemanticConventions) {
                          {"pid", "42"}};
   facts.pid = 42;
   facts.executable_name = "server";
-  facts.container_id = std::string(64, 'a');
-  facts.extra = {{"service.version", "1.2.3"}, {"service.name", "ignored"}};
+  facts.extra = {{"service.version", "1.2.3"},
+                 {"service.name", "ignored"},
+                 {"container.id", std::string(64, 'a')}};
   const auto m = AsMap(BuildResource(facts));
   EXPECT_EQ(m.at("service.name"), "checkout");  // ours wins over extra
   EXPECT_EQ(m.at("process.pid"), "int:42");
@@ -63,32 +64,24 @@ TEST(ExecutableName, BasenameOfTheMainMapping) {
   EXPECT_EQ(ExecutableName(p), "");
 }
 
-TEST(ContainerIdFromCgroup, FindsDockerContainerdAndCrioIds) {
-  const std::string id =
-      "4f1d3c0c5e0b9f6f0a5e2b1c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6";
-  EXPECT_EQ(ContainerIdFromCgroup("0::/docker/" + id + "\n"), id);
-  EXPECT_EQ(ContainerIdFromCgroup(
-                "0::/kubepods.slice/kubepods-pod1.slice/cri-containerd-" + id +
-                ".scope\n"),
-            id);
-  EXPECT_EQ(ContainerIdFromCgroup("12:pids:/crio-" + id + "\n"), id);
-  EXPECT_EQ(ContainerIdFromCgroup("0::/user.slice/session-2.scope\n"), "");
-  EXPECT_EQ(ContainerIdFromCgroup("0::/" + id + "ab\n"), "");  // 66 digits
-}
-
-TEST(ParseResourceAttributes, SdkSyntaxWithPercentEncoding) {
-  absl::StatusOr<Attributes> a = ParseResourceAttributes(
-      " service.version=1.2 , deployment.environment.name=prod%2Ceu,");
+TEST(ParseKeyValueList, SdkSyntaxWithPercentEncoding) {
+  absl::StatusOr<Attributes> a = ParseKeyValueList(
+      " service.version=1.2 , deployment.environment.name=prod%2Ceu,", "x");
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_EQ(a->size(), 2u);
   EXPECT_EQ((*a)[0],
             std::make_pair(std::string("service.version"), std::string("1.2")));
   EXPECT_EQ((*a)[1].second, "prod,eu");
-  EXPECT_TRUE(ParseResourceAttributes("").ok());
-  EXPECT_FALSE(ParseResourceAttributes("novalue").ok());
-  EXPECT_FALSE(ParseResourceAttributes("=x").ok());
-  EXPECT_FALSE(ParseResourceAttributes("k=%4").ok());
-  EXPECT_FALSE(ParseResourceAttributes("k=%zz").ok());
+  EXPECT_TRUE(ParseKeyValueList("", "header").ok());
+  EXPECT_FALSE(ParseKeyValueList("novalue", "header").ok());
+  EXPECT_FALSE(ParseKeyValueList("=x", "header").ok());
+  EXPECT_FALSE(ParseKeyValueList("k=%4", "header").ok());
+  EXPECT_FALSE(ParseKeyValueList("k=%zz", "header").ok());
+  // Errors never quote a value.
+  absl::StatusOr<Attributes> bad =
+      ParseKeyValueList("Authorization=Bearer%zsecret", "header");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find("secret"), absl::string_view::npos);
 }
 
 }  // namespace

@@ -9,17 +9,8 @@
 set -euo pipefail
 
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/go_modules.sh"
-go=$(ringprof_go) || { echo "no Go >= 1.24 found (run tools/setup)" >&2; exit 1; }
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
-src="${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/otlp/decode"
-cp -rL "$src" "$tmp/decode"
-chmod -R u+w "$tmp/decode"
-(cd "$tmp/decode" && env HOME="$tmp" GOCACHE="$RINGPROF_GOCACHE" \
-   GOMODCACHE="$RINGPROF_GOMODCACHE" GOPROXY=off GOFLAGS=-mod=mod \
-   GOTOOLCHAIN=local "$go" build -o "$tmp/otlp-decode" .) || {
-  echo "building the Go decoder failed (module cache: $RINGPROF_GOMODCACHE; run tools/setup)" >&2
-  exit 1
-}
+ringprof_go_build "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/otlp/decode" "$tmp/otlp-decode"
 
 mkdir -p "$tmp/requests"
 if [[ $# -gt 0 ]]; then "$1" "$tmp/requests"; fi

@@ -73,7 +73,9 @@ def load_protos():
     fail earlier with a different one)."""
     out = tempfile.mkdtemp(prefix="pyroscope_receiver_pb2_")
     protos = [os.path.join("proto", p)
-              for p in ("profile.proto", "types.proto", "push.proto")]
+              for p in ("profile.proto", "types.proto", "push.proto",
+                        "otlp/common.proto", "otlp/resource.proto",
+                        "otlp/profiles.proto", "otlp/profiles_service.proto")]
     subprocess.run(["protoc", "--proto_path=" + REPO_ROOT,
                     "--python_out=" + out] + protos, check=True)
     lenient_dir = os.path.join(out, "lenient")
@@ -92,11 +94,14 @@ def load_protos():
                    check=True)
     sys.path.insert(0, out)
     from proto import profile_pb2, push_pb2  # pylint: disable=import-outside-toplevel
+    from proto.otlp import profiles_service_pb2  # pylint: disable=import-outside-toplevel
     from lenient import profile_lenient_pb2  # pylint: disable=import-outside-toplevel
-    return profile_pb2, push_pb2, profile_lenient_pb2
+    return profile_pb2, push_pb2, profile_lenient_pb2, profiles_service_pb2
 
 
-profile_pb2, push_pb2, profile_lenient_pb2 = load_protos()
+profile_pb2, push_pb2, profile_lenient_pb2, profiles_service_pb2 = load_protos()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import otlp_ingest  # noqa: E402  pylint: disable=wrong-import-position
 from google.protobuf import json_format  # noqa: E402
 
 
@@ -503,6 +508,7 @@ class State:
         self.buckets = {}  # tenant -> TokenBucket
         self.series = {}  # tenant -> set of stored label tuples
         self.record_file = open(args.record, "a") if args.record else None
+        self.otlp_bodies = 0
 
     def next_fault(self, labels):
         """The first pending fault for a request with series `labels`
@@ -600,6 +606,59 @@ def handle_push(state, headers, body):
     if not entries and not errors:
         raise Rejection("invalid_argument", "no profiles received")
     return entries, errors
+
+
+def handle_otlp(state, headers, body):
+    """POST /v1development/profiles, HTTP/protobuf (Pyroscope v2's OTLP
+    ingest handler: 415 for another Content-Type, gzip by
+    Content-Encoding). Each profile is converted (otlp_ingest.py) and then
+    ingested like a pushed one; with --otlp-body-dir the decompressed body
+    is kept for decoders to check."""
+    ctype = headers.get("Content-Type", "").split(";")[0].strip()
+    if ctype not in ("application/x-protobuf", "application/protobuf"):
+        raise Rejection("unsupported_media_type", "Unsupported Content-Type: %s" % ctype)
+    gzipped = headers.get("Content-Encoding", "").lower() == "gzip"
+    if gzipped:
+        try:
+            body = gzip.decompress(body)
+        except (OSError, EOFError):
+            raise Rejection("invalid_argument", "Failed to read request body")
+    tenant = check_auth(state, headers)
+    req = profiles_service_pb2.ExportProfilesServiceRequest()
+    try:
+        req.ParseFromString(body)
+    except Exception:  # pylint: disable=broad-except
+        raise Rejection("invalid_argument", "Failed to parse protobuf request")
+    if state.args.otlp_body_dir:
+        with state.lock:
+            state.otlp_bodies += 1
+            n = state.otlp_bodies
+        with open(os.path.join(state.args.otlp_body_dir, "%06d.pb" % n), "wb") as f:
+            f.write(body)
+    try:
+        converted = otlp_ingest.convert(req, profile_pb2)
+    except otlp_ingest.ConversionError as e:
+        raise Rejection("invalid_argument", "failed to convert otel profile: %s" % e)
+    now_ns = time.time_ns()
+    entries, errors = [], []
+    for labels, data in converted:
+        try:
+            summary = ingest_series(state, tenant, labels, data, now_ns)
+        except Rejection as r:
+            errors.append(r)
+            continue
+        entries.append(dict(summary, labels=dict(labels), tenant=tenant,
+                            api="otlp", gzipped=gzipped, received_ns=now_ns,
+                            resource={kv.key: _any_value(kv.value)
+                                      for rp in req.resource_profiles
+                                      for kv in rp.resource.attributes}))
+    return entries, errors
+
+
+def _any_value(v):
+    kind = v.WhichOneof("value")
+    return getattr(v, kind) if kind in ("string_value", "int_value",
+                                        "bool_value", "double_value") else None
 
 
 def label_name_rune_ok(c):
@@ -757,6 +816,8 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
                 entries, errors = handle_push(state, self.headers, body)
             elif url.path == "/ingest":
                 entries, errors = handle_ingest(state, self.headers, url.query, body)
+            elif url.path == "/v1development/profiles":
+                entries, errors = handle_otlp(state, self.headers, body)
             else:
                 raise Rejection("not_found", "no such endpoint %s" % url.path)
             if errors:
@@ -787,6 +848,9 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
             state.record("accepted", e)
         ctype = self.headers.get("Content-Type", "application/proto").split(";")[0]
         payload = b"{}" if ctype == "application/json" else b""
+        if url.path == "/v1development/profiles":
+            # An empty ExportProfilesServiceResponse: no partial success.
+            ctype, payload = "application/x-protobuf", b""
         self.send_response(200)
         self.send_header("Content-Type", ctype if url.path != "/ingest" else "text/plain")
         self.send_header("Content-Length", str(len(payload)))
@@ -927,6 +991,8 @@ def main():
                     help="written (atomically) once listening: JSON with "
                          "port, control_port, url")
     ap.add_argument("--record", help="append accepted/rejected entries as JSONL")
+    ap.add_argument("--otlp-body-dir",
+                    help="keep every OTLP request body (decompressed) here")
     ap.add_argument("--require-tenant", action="store_true",
                     help="multi-tenancy: 401 without X-Scope-OrgID")
     ap.add_argument("--tenant", help="accept only this X-Scope-OrgID")

@@ -1,0 +1,51 @@
+#include "collector/otlp/otlp_sink.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_replace.h"
+#include "collector/otlp/encoder.h"
+
+namespace ringprof {
+namespace collector {
+namespace otlp {
+
+std::string UuidBytes(const std::string& uuid) {
+  const std::string hex = absl::StrReplaceAll(uuid, {{"-", ""}});
+  if (hex.size() != 32) return "";
+  for (char c : hex) {
+    if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return "";
+  }
+  return absl::HexStringToBytes(hex);
+}
+
+absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(
+    OtlpSinkOptions options) {
+  shipping::PyroscopeSinkOptions& queue = options.queue;
+  queue.metric_prefix = "ringprof_otlp_";
+  queue.server_name = "OTLP endpoint";
+  // process.pid is a resource attribute (an int, so Pyroscope makes no
+  // series of it); a pid label would only add a string copy.
+  queue.labels.pid_label = false;
+  queue.encode_body =
+      [extra = std::move(options.resource_attributes)](
+          const WindowProfile& profile, const Labels& labels,
+          const perftools::profiles::Profile& pprof,
+          const std::string& id) -> absl::StatusOr<std::string> {
+    ResourceFacts facts;
+    facts.series_labels = labels;
+    facts.pid = profile.pid;
+    facts.executable_name = ExecutableName(pprof);
+    facts.extra = extra;
+    absl::StatusOr<ExportRequest> request =
+        EncodeProfile(pprof, BuildResource(facts), UuidBytes(id));
+    if (!request.ok()) return request.status();
+    return request->SerializeAsString();
+  };
+  return shipping::PyroscopeSink::Create(std::move(queue));
+}
+
+}  // namespace otlp
+}  // namespace collector
+}  // namespace ringprof
