@@ -289,6 +289,10 @@ void LoadConfig(EnvLookup lookup, ReportLine report,
             "a rate in [0, 1000]", &config->min_samples_per_sec);
   ReadRange(lookup, report, "RINGPROF_MAX_SAMPLES_PER_SEC", 1, 1000000,
             "a rate in [1, 1000000]", &config->max_samples_per_sec);
+  ReadRange(lookup, report, "RINGPROF_MUTEX_SAMPLE_NS", 0, 1'000'000'000'000,
+            "ns in [0, 10^12]", &config->mutex_sample_ns);
+  ReadRange(lookup, report, "RINGPROF_BLOCK_SAMPLE_NS", 0, 1'000'000'000'000,
+            "ns in [0, 10^12]", &config->block_sample_ns);
 
   if (const char* text = lookup("RINGPROF_FILE_MODE")) {
     uint64_t mode = 0;

@@ -54,6 +54,12 @@ struct Config {
   // ptrace scope to reading it (gVisor before release-20251215). It also
   // lets any process of that uid attach to this one with ptrace.
   bool ptracer_any = false;
+  // RINGPROF_MUTEX_SAMPLE_NS / RINGPROF_BLOCK_SAMPLE_NS: off-CPU profiles
+  // (wait_sampler.h), the mean nanoseconds of waiting between samples of
+  // lock contention and of blocking calls; 0 turns the profile off.
+  // [0, 10^12].
+  int64_t mutex_sample_ns = 1'000'000;
+  int64_t block_sample_ns = 1'000'000;
 };
 
 // Returns the value of an environment variable or nullptr.

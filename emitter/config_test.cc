@@ -49,6 +49,8 @@ TEST_F(ConfigTest, DefaultsWithEmptyEnvironment) {
   EXPECT_EQ(config.max_samples_per_sec, 2000);
   EXPECT_TRUE(config.track_frees);
   EXPECT_FALSE(config.ptracer_any);
+  EXPECT_EQ(config.mutex_sample_ns, 1'000'000);
+  EXPECT_EQ(config.block_sample_ns, 1'000'000);
   EXPECT_TRUE(lines_.empty());
 }
 
@@ -62,7 +64,9 @@ TEST_F(ConfigTest, ValidValuesAreTaken) {
           {"RINGPROF_MIN_SAMPLES_PER_SEC", "0"},
           {"RINGPROF_MAX_SAMPLES_PER_SEC", "50"},
           {"RINGPROF_TRACK_FREES", "0"},
-          {"RINGPROF_PTRACER_ANY", "1"}};
+          {"RINGPROF_PTRACER_ANY", "1"},
+          {"RINGPROF_MUTEX_SAMPLE_NS", "0"},
+          {"RINGPROF_BLOCK_SAMPLE_NS", "250000"}};
   const Config config = Load();
   EXPECT_STREQ(config.dir, "/dev/shm/rings");  // trailing slash dropped
   EXPECT_STREQ(config.service_name, "checkout");
@@ -74,6 +78,8 @@ TEST_F(ConfigTest, ValidValuesAreTaken) {
   EXPECT_EQ(config.max_samples_per_sec, 50);
   EXPECT_FALSE(config.track_frees);
   EXPECT_TRUE(config.ptracer_any);
+  EXPECT_EQ(config.mutex_sample_ns, 0);
+  EXPECT_EQ(config.block_sample_ns, 250000);
   EXPECT_TRUE(lines_.empty());
 }
 
@@ -121,6 +127,8 @@ TEST_F(ConfigTest, EachBadValueReportsOneLineAndKeepsTheDefault) {
       {"RINGPROF_MAX_SAMPLES_PER_SEC", "0"},
       {"RINGPROF_TRACK_FREES", "sometimes"},
       {"RINGPROF_PTRACER_ANY", "any"},
+      {"RINGPROF_MUTEX_SAMPLE_NS", "1ms"},
+      {"RINGPROF_BLOCK_SAMPLE_NS", "1000000000001"},
   };
   for (const auto& [name, value] : bad) {
     env_ = {{name, value}};
@@ -140,6 +148,8 @@ TEST_F(ConfigTest, EachBadValueReportsOneLineAndKeepsTheDefault) {
     EXPECT_EQ(config.max_samples_per_sec, defaults.max_samples_per_sec);
     EXPECT_EQ(config.track_frees, defaults.track_frees);
     EXPECT_EQ(config.ptracer_any, defaults.ptracer_any);
+    EXPECT_EQ(config.mutex_sample_ns, defaults.mutex_sample_ns);
+    EXPECT_EQ(config.block_sample_ns, defaults.block_sample_ns);
   }
 }
 

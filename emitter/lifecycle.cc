@@ -39,6 +39,8 @@
 #include "emitter/session.h"
 #include "emitter/thread_events.h"
 #include "emitter/thread_state.h"
+#include "emitter/wait_next.h"
+#include "emitter/wait_sampler.h"
 
 #define RINGPROF_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -182,8 +184,11 @@ void WarnIfMallocShadowed() {
 
 __attribute__((constructor)) void StartEmitter() {
   NextReady();  // resolves the allocator table outside any malloc
+  ResolveWaitNext();
   StartSession();
   if (!Enabled()) return;
+  StartWaitProfiles(SessionConfig().mutex_sample_ns,
+                    SessionConfig().block_sample_ns);
   if (!TakeOverShadowedAllocator()) WarnIfMallocShadowed();
   pthread_atfork(nullptr, nullptr, OnForkChild);
   on_exit(OnProcessExit, nullptr);

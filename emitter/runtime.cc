@@ -482,6 +482,7 @@ void RestartSessionInForkChild() {
   ResetModuleMapAfterFork();
   ResetLiveSetSweepAfterFork();
   tls_thread_state.tid = 0;
+  tls_thread_state.wait_rng = 0;  // not the parent's draws
   tls_thread_state.name_generation = 0;
   // The thread keeps its tags; the child's file needs their definitions.
   ForgetRecordedTagSets();

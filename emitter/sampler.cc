@@ -126,5 +126,14 @@ SampleDecision OnCountdownExpired(SamplerState& state,
   return decision;
 }
 
+bool KeepWait(uint64_t wait_ns, uint64_t sample_ns, uint64_t& rng) {
+  if (wait_ns >= sample_ns) return true;
+  // A uniform draw in [0, sample_ns) below wait_ns: 53 random bits are
+  // plenty for rates up to 2^40 ns.
+  const double unit =
+      static_cast<double>(sampler_internal::NextRandom(rng) >> 11) * 0x1p-53;
+  return unit * static_cast<double>(sample_ns) < static_cast<double>(wait_ns);
+}
+
 }  // namespace emitter
 }  // namespace ringprof

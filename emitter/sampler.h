@@ -99,6 +99,13 @@ SampleDecision OnCountdownExpired(SamplerState& state,
                                   const SamplerParams& params, size_t size,
                                   ClockFn clock, uint64_t seed);
 
+// Off-CPU waits (wait_sampler.h), Go's block-profile rule: a wait of
+// wait_ns is kept with probability min(1, wait_ns / sample_ns), decided
+// with the thread's generator `rng` (seeded by the caller, non-zero). A kept
+// wait stands for max(wait_ns, sample_ns) ns and max(1, sample_ns /
+// wait_ns) waits, so both totals stay unbiased (E[kept / p] = 1).
+bool KeepWait(uint64_t wait_ns, uint64_t sample_ns, uint64_t& rng);
+
 // Exposed for tests.
 namespace sampler_internal {
 // Natural logarithm of u in (0, 1], |error| < 1e-9, without libm.

@@ -190,6 +190,33 @@ TEST(SamplerTest, FreshStateTakesTheSlowPathFirst) {
   EXPECT_LE(state.countdown, params.mean_bytes);
 }
 
+TEST(WaitSamplingTest, WaitsOfAtLeastTheRateAreAlwaysKept) {
+  uint64_t rng = 12345;
+  for (uint64_t wait : {1000u, 1001u, 5000000u}) {
+    EXPECT_TRUE(KeepWait(wait, 1000, rng)) << wait;
+  }
+}
+
+TEST(WaitSamplingTest, WeightedTotalsAreUnbiased) {
+  // Waits of 1 .. 999 ns against a rate of 1000 ns: kept with probability
+  // d / 1000, each kept one weighing 1000 ns and 1000 / d waits.
+  constexpr uint64_t kRate = 1000;
+  uint64_t rng = 99;
+  double true_ns = 0, estimated_ns = 0, estimated_waits = 0;
+  constexpr int kWaits = 400000;
+  for (int i = 0; i < kWaits; ++i) {
+    const uint64_t wait = 1 + static_cast<uint64_t>(i) % (kRate - 1);
+    true_ns += static_cast<double>(wait);
+    if (KeepWait(wait, kRate, rng)) {
+      estimated_ns += kRate;
+      estimated_waits += static_cast<double>(kRate) / wait;
+    }
+  }
+  EXPECT_NEAR(estimated_ns / true_ns, 1.0, 0.01);
+  // The count estimate has more variance (short waits weigh up to 1000).
+  EXPECT_NEAR(estimated_waits / kWaits, 1.0, 0.05);
+}
+
 }  // namespace
 }  // namespace emitter
 }  // namespace ringprof

@@ -26,7 +26,9 @@ struct ThreadState {
   // Value of the process-wide thread-name generation when this thread last
   // recorded its name; 0 = never.
   uint32_t name_generation = 0;
-  uint32_t reserved = 0;
+  // Blocking calls on a descriptor: calls until the next one re-reads the
+  // descriptor's kind (fd_class.h).
+  uint32_t fd_recheck = 0;
   // This thread's stack, [stack_low, stack_high); 0 when unknown.
   uintptr_t stack_low = 0;
   uintptr_t stack_high = 0;
@@ -37,6 +39,8 @@ struct ThreadState {
   uint32_t tag_depth = 0;
   uint32_t tag_saved[ringfile::kMaxTagsPerSet] = {};
   uint64_t span_id = 0;  // 0 = no span
+  uint64_t wait_rng =
+      0;  // off-CPU waits' generator (wait_sampler.h); 0 = unseeded
 };
 
 extern __thread ThreadState tls_thread_state

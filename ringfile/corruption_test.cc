@@ -323,6 +323,31 @@ TEST_F(DecodeTest, CpuSampleFrameCountMustMatch) {
               absl::StatusCode::kInvalidArgument, "CpuSample: frame_count 2");
 }
 
+TEST_F(DecodeTest, WaitSampleFields) {
+  WaitSample head = {};
+  head.frame_count = 2;
+  head.wait_ns = 5;
+  head.sample_ns = 1000;
+  head.kind = static_cast<uint16_t>(WaitKind::kBlock);
+  EXPECT_TRUE(DecodeWaitSample(Make(RecordType::kWaitSample, head, 16)).ok());
+  ExpectError(DecodeWaitSample(Make(RecordType::kWaitSample, head, 8)).status(),
+              absl::StatusCode::kInvalidArgument, "WaitSample: frame_count 2");
+  head.kind = 3;
+  ExpectError(
+      DecodeWaitSample(Make(RecordType::kWaitSample, head, 16)).status(),
+      absl::StatusCode::kInvalidArgument, "kind 3");
+  head.kind = static_cast<uint16_t>(WaitKind::kLock);
+  head.wait_ns = 0;
+  ExpectError(
+      DecodeWaitSample(Make(RecordType::kWaitSample, head, 16)).status(),
+      absl::StatusCode::kInvalidArgument, "wait_ns 0");
+  head.wait_ns = 5;
+  head.sample_ns = 0;
+  ExpectError(
+      DecodeWaitSample(Make(RecordType::kWaitSample, head, 16)).status(),
+      absl::StatusCode::kInvalidArgument, "sample_ns 0");
+}
+
 TEST_F(DecodeTest, ModuleMapFields) {
   ModuleMap head = {};
   head.start = 0x1000;

@@ -143,9 +143,15 @@ enum class RecordType : uint32_t {
   kLiveSweepEnd = 11,  // LiveSweepEnd
   kLiveSample = 12,    // LiveSample + frames
   kTagSet = 13,        // TagSet + TagSizes[count] + key/value bytes
+  // 14 is reserved (FORMAT.md §8).
+  kWaitSample = 15,  // WaitSample + frames
 };
-// Readers skip (and count) record types above this they do not know.
-inline constexpr uint32_t kMaxKnownRecordType = 13;
+// Readers skip (and count) record types above this they do not know, and
+// the reserved ones below it (IsKnownRecordType).
+inline constexpr uint32_t kMaxKnownRecordType = 15;
+inline constexpr bool IsKnownRecordType(uint32_t type) {
+  return type >= 1 && type <= kMaxKnownRecordType && type != 14;
+}
 
 // Sample flags.
 inline constexpr uint16_t kSampleTruncated = 1u << 0;  // deeper than captured
@@ -298,6 +304,31 @@ struct LiveSweepEnd {
   uint64_t untracked;
 };
 static_assert(sizeof(LiveSweepEnd) == 40, "");
+
+// Off-CPU time (FORMAT.md §5.3): one sampled wait of the thread, in a lock
+// (kWaitLock: contention) or a blocking call (kWaitBlock). A wait of
+// wait_ns was kept with probability min(1, wait_ns / sample_ns), so it
+// stands for max(wait_ns, sample_ns) ns of waiting and for
+// max(1, sample_ns / wait_ns) waits: both sums are unbiased estimates.
+enum class WaitKind : uint16_t {
+  kLock = 1,   // a contended mutex, rwlock or spin lock (profile "mutex")
+  kBlock = 2,  // a call that blocked: condition, read, poll ... ("block")
+};
+struct WaitSample {
+  uint64_t monotonic_ns;  // when the wait ended
+  uint32_t tid;
+  uint16_t frame_count;
+  uint16_t flags;    // kSampleTruncated
+  uint64_t wait_ns;  // how long the call waited (>= 1)
+  // The sampling rate the wait was kept with (>= 1).
+  uint64_t sample_ns;
+  uint32_t tag_set;  // as in AllocSample
+  uint16_t kind;     // WaitKind
+  uint16_t reserved;
+  uint64_t span_id;
+  // uint64_t frames[frame_count];  (frames[0]: the interposed function)
+};
+static_assert(sizeof(WaitSample) == 48, "");
 
 // The definition of tag set `id` of this process (FORMAT.md, "Tag sets"):
 // `count` key/value pairs, outermost first, keys unique. Appended before the

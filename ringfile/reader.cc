@@ -426,7 +426,7 @@ absl::Status MappedRingReader::DrainRing(uint32_t ring,
       return absl::DataLossError(
           absl::StrFormat("ring %u record %u: record type 0", ring, index));
     }
-    if (type > kMaxKnownRecordType) {
+    if (!IsKnownRecordType(type)) {
       ++stats.unknown_types;
       continue;
     }
@@ -477,6 +477,8 @@ const char* RecordTypeName(RecordType type) {
       return "LiveSample";
     case RecordType::kTagSet:
       return "TagSet";
+    case RecordType::kWaitSample:
+      return "WaitSample";
   }
   return "unknown";
 }
@@ -709,6 +711,28 @@ absl::StatusOr<TagSetView> DecodeTagSet(const RecordView& record) {
       }
     }
   }
+  return view;
+}
+
+absl::StatusOr<WaitSampleView> DecodeWaitSample(const RecordView& record) {
+  WaitSampleView view;
+  absl::Status status = DecodeHead(record, RecordType::kWaitSample, view.head);
+  if (!status.ok()) return status;
+  const WaitSample& head = view.head;
+  if (head.wait_ns == 0 || head.sample_ns == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("WaitSample: wait_ns %u / sample_ns %u (want >= 1)",
+                        head.wait_ns, head.sample_ns));
+  }
+  if (head.kind != static_cast<uint16_t>(WaitKind::kLock) &&
+      head.kind != static_cast<uint16_t>(WaitKind::kBlock)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("WaitSample: kind %u (want 1 or 2)", head.kind));
+  }
+  absl::StatusOr<absl::Span<const uint64_t>> frames = DecodeFrames(
+      record, RecordType::kWaitSample, sizeof(WaitSample), head.frame_count);
+  if (!frames.ok()) return frames.status();
+  view.frames = *frames;
   return view;
 }
 

@@ -69,6 +69,10 @@ struct CpuSampleView {
   CpuSample head;
   absl::Span<const uint64_t> frames;
 };
+struct WaitSampleView {
+  WaitSample head;
+  absl::Span<const uint64_t> frames;
+};
 struct ModuleMapView {
   ModuleMap head;
   absl::string_view path;
@@ -113,6 +117,8 @@ absl::StatusOr<LiveSampleView> DecodeLiveSample(const RecordView& record);
 // Also rejects id 0, more than kMaxTagsPerSet tags, empty or oversized keys
 // and values, and a key that appears twice.
 absl::StatusOr<TagSetView> DecodeTagSet(const RecordView& record);
+// Also rejects wait_ns or sample_ns of 0 and an unknown kind.
+absl::StatusOr<WaitSampleView> DecodeWaitSample(const RecordView& record);
 
 struct PollOptions {
   // Upper bound of records delivered by one Poll (keeps a call bounded).

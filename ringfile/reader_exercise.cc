@@ -38,6 +38,9 @@ class TouchingHandler : public RecordHandler {
   void OnLiveSample(const RecordView&, const LiveSampleView& view) override {
     for (uint64_t frame : view.frames) touched_ += frame;
   }
+  void OnWaitSample(const RecordView&, const WaitSampleView& view) override {
+    for (uint64_t frame : view.frames) touched_ += frame;
+  }
   void OnTagSet(const RecordView&, const TagSetView& view) override {
     for (const auto& [key, value] : view.tags) {
       touched_ += key.size() + value.size();
@@ -90,6 +93,13 @@ std::string BuildTemplate() {
   CpuSample cpu = {};
   cpu.frame_count = 1;
   writer.TryAppend(RecordType::kCpuSample, &cpu, sizeof(cpu), frames, 8, 0);
+  WaitSample wait = {};
+  wait.frame_count = 2;
+  wait.wait_ns = 1000;
+  wait.sample_ns = 1000000;
+  wait.kind = static_cast<uint16_t>(WaitKind::kLock);
+  writer.TryAppend(RecordType::kWaitSample, &wait, sizeof(wait), frames, 16,
+                   1);
   ModuleMap module = {};
   module.start = 0x400000;
   module.size = 0x10000;
@@ -101,7 +111,7 @@ std::string BuildTemplate() {
   ThreadName name = {};
   name.name_size = 4;
   writer.TryAppend(RecordType::kThreadName, &name, sizeof(name), "main", 4, 0);
-  // Ring 0 laps twice (6 records in 4 slots); ring 1 below three times (7).
+  // Ring 0 laps twice (6 records in 4 slots); ring 1 below four times (8).
   Label label = {};
   label.key_size = 1;
   label.value_size = 2;

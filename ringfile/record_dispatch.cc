@@ -50,6 +50,8 @@ absl::Status DispatchRecord(const RecordView& record, RecordHandler& handler) {
       return Deliver(record, handler, DecodeLiveSample, &H::OnLiveSample);
     case RecordType::kTagSet:
       return Deliver(record, handler, DecodeTagSet, &H::OnTagSet);
+    case RecordType::kWaitSample:
+      return Deliver(record, handler, DecodeWaitSample, &H::OnWaitSample);
   }
   handler.OnUnknownType(record);
   return absl::InvalidArgumentError(

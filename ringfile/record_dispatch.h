@@ -49,6 +49,8 @@ class RecordHandler {
   virtual void OnLiveSample(const RecordView& record,
                             const LiveSampleView& sample) {}
   virtual void OnTagSet(const RecordView& record, const TagSetView& tag_set) {}
+  virtual void OnWaitSample(const RecordView& record,
+                            const WaitSampleView& sample) {}
 
   // The record's payload did not decode; `status` (InvalidArgument) names
   // the record type and the bad field.

@@ -157,6 +157,17 @@ class Describer : public RecordHandler {
         r.head.tid, r.head.requested_size, r.head.weight_bytes, r.head.address,
         r.head.frame_count, Frames(r.frames));
   }
+  void OnWaitSample(const RecordView&, const WaitSampleView& r) override {
+    line_ = absl::StrFormat(
+        "%s WaitSample %s tid=%u wait=%uns rate=%uns frames=%u%s%s%s",
+        Time(r.head.monotonic_ns),
+        r.head.kind == static_cast<uint16_t>(WaitKind::kLock) ? "lock"
+                                                              : "block",
+        r.head.tid, r.head.wait_ns, r.head.sample_ns, r.head.frame_count,
+        TagsOf(r.head.tag_set, r.head.span_id),
+        (r.head.flags & kSampleTruncated) ? " truncated" : "",
+        Frames(r.frames));
+  }
   void OnMalformed(const RecordView&, const absl::Status& status) override {
     line_ = absl::StrCat("MALFORMED: ", status.message());
   }

@@ -1,0 +1,33 @@
+#include "emitter/fd_class.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace ringprof {
+namespace emitter {
+
+std::atomic<uint8_t> g_fd_class[kFdClassSlots];
+
+FdClass ClassifyFd(int fd) {
+  tls_thread_state.fd_recheck = kFdRecheckCalls;
+  const int saved_errno = errno;
+  // System calls, not libc's fstat (a function only since glibc 2.33) and
+  // fcntl (interposable, a cancellation point for some commands).
+  struct stat st;
+  const long flags = syscall(SYS_fcntl, fd, F_GETFL);
+  const long stat_result = flags < 0 ? -1 : syscall(SYS_fstat, fd, &st);
+  errno = saved_errno;
+  if (stat_result != 0) return kFdUnknown;  // closed: look again next time
+  const bool may_block =
+      (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) &&
+      (flags & O_NONBLOCK) == 0;
+  const FdClass kind = may_block ? kFdMayBlock : kFdNeverWaits;
+  g_fd_class[fd].store(kind, std::memory_order_relaxed);
+  return kind;
+}
+
+}  // namespace emitter
+}  // namespace ringprof
