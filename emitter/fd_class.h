@@ -36,8 +36,9 @@ enum FdClass : uint8_t {
   kFdNeverWaits = 2,  // anything else (regular file, O_NONBLOCK, ...)
 };
 
-extern std::atomic<uint8_t> g_fd_class[kFdClassSlots]
-    __attribute__((visibility("hidden")));
+// (Default visibility: in the fastbuild split the interposers are another
+// library.)
+extern std::atomic<uint8_t> g_fd_class[kFdClassSlots];
 
 // Looks the descriptor up (fstat, fcntl) and caches the answer.
 FdClass ClassifyFd(int fd);

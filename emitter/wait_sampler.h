@@ -29,7 +29,9 @@ namespace ringprof {
 namespace emitter {
 
 // Bit (1 << kind) set while that profile is on; written once at start.
-extern uint32_t g_wait_profiles __attribute__((visibility("hidden")));
+// (Default visibility: in the fastbuild split the interposers are another
+// library.)
+extern uint32_t g_wait_profiles;
 
 inline bool WaitProfileOn(ringfile::WaitKind kind) {
   return __builtin_expect((g_wait_profiles >> static_cast<uint32_t>(kind)) & 1u,

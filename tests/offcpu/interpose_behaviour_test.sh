@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs interpose_behaviour_test_bin with libringprof.so preloaded three
+# times: every wait sampled (rate 1 ns), the default rates, and both
+# off-CPU profiles off; the first run must have recorded lock and block
+# samples.
+set -uo pipefail
+
+root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
+lib="${root}/emitter/libringprof.so"
+bin="${root}/tests/offcpu/interpose_behaviour_test_bin"
+ringdump="${root}/ringfile/ringdump"
+failed=0
+
+run() {
+  local name=$1
+  shift
+  local dir="${TEST_TMPDIR:?}/${name}"
+  mkdir -p "${dir}"
+  echo "=== ${name}: $*"
+  if ! env RINGPROF_DIR="${dir}" "$@" LD_PRELOAD="${lib}" \
+    timeout --kill-after=5 120 "${bin}"; then
+    echo "FAIL: ${name}"
+    failed=1
+  fi
+}
+
+run all RINGPROF_MUTEX_SAMPLE_NS=1 RINGPROF_BLOCK_SAMPLE_NS=1
+run defaults
+run off RINGPROF_MUTEX_SAMPLE_NS=0 RINGPROF_BLOCK_SAMPLE_NS=0
+
+dump_all() {
+  local ring
+  for ring in "$1"/*.ring; do
+    [[ -e ${ring} ]] && "${ringdump}" "${ring}" 2>&1
+  done
+}
+
+dump=$(dump_all "${TEST_TMPDIR}/all")
+for kind in lock block; do
+  n=$(grep -c "WaitSample ${kind} " <<<"${dump}")
+  echo "all: ${n} ${kind} samples"
+  if [[ ${n} -lt 1 ]]; then
+    echo "FAIL: no ${kind} WaitSample recorded with every wait sampled"
+    failed=1
+  fi
+done
+if dump_all "${TEST_TMPDIR}/off" | grep -q WaitSample; then
+  echo "FAIL: WaitSample recorded with both profiles off"
+  failed=1
+fi
+exit ${failed}
