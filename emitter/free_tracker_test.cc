@@ -4,14 +4,12 @@
 // exactly the ones still live.
 #include "emitter/free_tracker.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 
 #include <map>
 #include <set>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "emitter/alloc_sampler.h"
 #include "emitter/live_set.h"
 #include "emitter/runtime.h"
@@ -23,19 +21,6 @@
 namespace ringprof {
 namespace emitter {
 namespace {
-
-std::string TheRingFile(const std::string& dir) {
-  std::string found;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* entry = readdir(d)) {
-      if (absl::EndsWith(entry->d_name, ".ring")) {
-        found = dir + "/" + entry->d_name;
-      }
-    }
-    closedir(d);
-  }
-  return found;
-}
 
 alignas(16) char g_blocks[200][64];
 
@@ -79,7 +64,8 @@ TEST(FreeTrackerTest, FreesOfSampledAddressesAreRecorded) {
   freed.insert(reinterpret_cast<uintptr_t>(g_blocks[3]));
   EndSession(0);
 
-  auto records = ringfile::testing::ReadAllRecords(TheRingFile(dir));
+  auto records =
+      ringfile::testing::ReadAllRecords(ringfile::testing::RingFileIn(dir));
   ASSERT_TRUE(records.ok()) << records.status();
   std::multiset<uint64_t> recorded_frees;
   std::map<uint64_t, std::multiset<uint64_t>> swept;  // by sweep id

@@ -4,7 +4,6 @@
 // RINGPROF_WITHOUT_DL_FIND_OBJECT and runs as on glibc < 2.35 (rescans).
 #include "emitter/module_map.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <stdlib.h>
 
@@ -32,21 +31,10 @@ std::string PayloadPath() {
          "/examples/workloads/libdlopen_payload.so";
 }
 
-std::string TheRingFile(const std::string& dir) {
-  std::string found;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* entry = readdir(d)) {
-      if (absl::EndsWith(entry->d_name, ".ring"))
-        found = dir + "/" + entry->d_name;
-    }
-    closedir(d);
-  }
-  return found;
-}
-
 // ModuleMap records of the executable in the ring file so far.
 int ExecutableMapCopies(const std::string& dir) {
-  auto records = ringfile::testing::ReadAllRecords(TheRingFile(dir));
+  auto records =
+      ringfile::testing::ReadAllRecords(ringfile::testing::RingFileIn(dir));
   if (!records.ok()) return -1;
   int copies = 0;
   for (const auto& record : *records) {
@@ -123,7 +111,8 @@ TEST(ModuleMapTest, LoadedObjectsAreRecordedAndUnloadsNoticed) {
   EXPECT_EQ(ExecutableMapCopies(dir), copies + 2);
   EndSession(0);
 
-  auto records = ringfile::testing::ReadAllRecords(TheRingFile(dir));
+  auto records =
+      ringfile::testing::ReadAllRecords(ringfile::testing::RingFileIn(dir));
   ASSERT_TRUE(records.ok()) << records.status();
   bool executable = false, libc = false;
   std::vector<ringfile::ModuleMap> payload_maps;

@@ -5,7 +5,6 @@
 // are learned and forgotten.
 #include "emitter/wait_sampler.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -15,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "emitter/fd_class.h"
 #include "emitter/session.h"
 #include "gtest/gtest.h"
@@ -25,19 +23,6 @@
 namespace ringprof {
 namespace emitter {
 namespace {
-
-std::string TheRingFile(const std::string& dir) {
-  std::string found;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* entry = readdir(d)) {
-      if (absl::EndsWith(entry->d_name, ".ring")) {
-        found = dir + "/" + entry->d_name;
-      }
-    }
-    closedir(d);
-  }
-  return found;
-}
 
 constexpr uint64_t kRateNs = 50'000;
 
@@ -84,7 +69,8 @@ TEST(WaitSamplerTest, ConcurrentWaitsSumToTheirTotals) {
 
   double lock_ns = 0, block_ns = 0;
   int block_samples = 0;
-  auto records = ringfile::testing::ReadAllRecords(TheRingFile(dir));
+  auto records =
+      ringfile::testing::ReadAllRecords(ringfile::testing::RingFileIn(dir));
   ASSERT_TRUE(records.ok()) << records.status();
   const uint64_t here = reinterpret_cast<uintptr_t>(&WaitedInThisFunction);
   for (const auto& record : *records) {

@@ -1,5 +1,6 @@
 #include "ringfile/test_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
@@ -112,6 +114,19 @@ class CollectingVisitor : public RecordVisitor {
   std::vector<OwnedRecord>& out_;
 };
 }  // namespace
+
+std::string RingFileIn(const std::string& dir) {
+  std::string found;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* entry = readdir(d)) {
+      if (absl::EndsWith(entry->d_name, ".ring")) {
+        found = dir + "/" + entry->d_name;
+      }
+    }
+    closedir(d);
+  }
+  return found;
+}
 
 absl::StatusOr<std::vector<OwnedRecord>> ReadAllRecords(const std::string& path,
                                                         PollStats* stats) {

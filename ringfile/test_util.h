@@ -73,6 +73,10 @@ struct OwnedRecord {
   RecordView view() const;
 };
 
+// The path of a `*.ring` file in `dir` (the last one listed), "" if none:
+// for tests whose process wrote exactly one.
+std::string RingFileIn(const std::string& dir);
+
 // Opens `path` and polls it (writer treated as dead, so nothing is waited
 // for) until every ring is drained; returns the records in delivery order.
 absl::StatusOr<std::vector<OwnedRecord>> ReadAllRecords(
