@@ -98,8 +98,7 @@ std::string BuildTemplate() {
   wait.wait_ns = 1000;
   wait.sample_ns = 1000000;
   wait.kind = static_cast<uint16_t>(WaitKind::kLock);
-  writer.TryAppend(RecordType::kWaitSample, &wait, sizeof(wait), frames, 16,
-                   1);
+  writer.TryAppend(RecordType::kWaitSample, &wait, sizeof(wait), frames, 16, 1);
   ModuleMap module = {};
   module.start = 0x400000;
   module.size = 0x10000;

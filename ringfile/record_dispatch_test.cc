@@ -22,6 +22,10 @@ class CountingHandler : public RecordHandler {
     ++frees;
     last_address = f.address;
   }
+  void OnWaitSample(const RecordView&, const WaitSampleView& s) override {
+    ++waits;
+    frames += s.frames.size();
+  }
   void OnMalformed(const RecordView& record,
                    const absl::Status& status) override {
     ++malformed;
@@ -30,7 +34,7 @@ class CountingHandler : public RecordHandler {
   }
   void OnUnknownType(const RecordView&) override { ++unknown; }
 
-  int allocs = 0, frees = 0, malformed = 0, unknown = 0;
+  int allocs = 0, frees = 0, waits = 0, malformed = 0, unknown = 0;
   size_t frames = 0;
   uint64_t last_address = 0;
   RecordType malformed_type{};
@@ -67,8 +71,18 @@ TEST(RecordDispatchTest, DecodedRecordsReachTheirMethod) {
   std::memcpy(free_bytes.data(), &free_sampled, sizeof(free_sampled));
   EXPECT_TRUE(
       DispatchRecord(View(RecordType::kFreeSampled, free_bytes), handler).ok());
+  WaitSample wait = {};
+  wait.frame_count = 1;
+  wait.wait_ns = 7;
+  wait.sample_ns = 1000;
+  wait.kind = static_cast<uint16_t>(WaitKind::kBlock);
+  std::vector<uint8_t> wait_bytes(sizeof(wait) + 8);
+  std::memcpy(wait_bytes.data(), &wait, sizeof(wait));
+  EXPECT_TRUE(
+      DispatchRecord(View(RecordType::kWaitSample, wait_bytes), handler).ok());
   EXPECT_EQ(handler.allocs, 1);
-  EXPECT_EQ(handler.frames, 3u);
+  EXPECT_EQ(handler.waits, 1);
+  EXPECT_EQ(handler.frames, 4u);
   EXPECT_EQ(handler.frees, 1);
   EXPECT_EQ(handler.last_address, 0xabc0u);
   EXPECT_EQ(handler.malformed, 0);
@@ -87,8 +101,19 @@ TEST(RecordDispatchTest, MalformedRecordsGoToOnMalformedOnce) {
       DispatchRecord(View(RecordType::kFreeSampled, stub), handler).ok());
   EXPECT_EQ(handler.malformed, 2);
   EXPECT_EQ(handler.malformed_type, RecordType::kFreeSampled);
+  // A wait sample of an unknown kind.
+  WaitSample wait = {};
+  wait.wait_ns = 7;
+  wait.sample_ns = 1000;
+  wait.kind = 9;
+  std::vector<uint8_t> wait_bytes(sizeof(wait));
+  std::memcpy(wait_bytes.data(), &wait, sizeof(wait));
+  EXPECT_FALSE(
+      DispatchRecord(View(RecordType::kWaitSample, wait_bytes), handler).ok());
+  EXPECT_EQ(handler.malformed, 3);
   EXPECT_EQ(handler.allocs, 0);
   EXPECT_EQ(handler.frees, 0);
+  EXPECT_EQ(handler.waits, 0);
 }
 
 TEST(RecordDispatchTest, UnknownTypeIsReportedNotDecoded) {
