@@ -20,6 +20,7 @@ namespace {
 
 using shipping::testing::AcceptedProfile;
 using shipping::testing::AlignedWindowStartNs;
+using shipping::testing::CounterDelta;
 using shipping::testing::CountSpoolFiles;
 using shipping::testing::MakeTempDir;
 using shipping::testing::MakeWindowProfile;
@@ -30,21 +31,6 @@ using ::testing::UnorderedElementsAre;
 
 constexpr int64_t kSecond = 1000000000;
 constexpr int64_t kWaitMs = 20000;
-
-uint64_t CounterValue(const std::string& name) {
-  return Metrics::Get().GetCounter(name, "").value();
-}
-
-class CounterDelta {
- public:
-  explicit CounterDelta(std::string name)
-      : name_(std::move(name)), start_(CounterValue(name_)) {}
-  uint64_t operator()() const { return CounterValue(name_) - start_; }
-
- private:
-  std::string name_;
-  uint64_t start_;
-};
 
 std::unique_ptr<Receiver> StartReceiver() {
   absl::StatusOr<std::unique_ptr<Receiver>> r = Receiver::Start();

@@ -29,6 +29,7 @@ using testing::AcceptedProfile;
 using testing::AlignedWindowStartNs;
 using ::testing::AllOf;
 using ::testing::Contains;
+using testing::CounterDelta;
 using testing::CountSpoolFiles;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -41,22 +42,6 @@ using testing::WaitFor;
 
 constexpr int64_t kSecond = 1000000000;
 constexpr int64_t kWaitMs = 20000;
-
-uint64_t CounterValue(const std::string& name) {
-  return Metrics::Get().GetCounter(name, "").value();
-}
-
-// Counter deltas over a test.
-class CounterDelta {
- public:
-  explicit CounterDelta(std::string name)
-      : name_(std::move(name)), start_(CounterValue(name_)) {}
-  uint64_t operator()() const { return CounterValue(name_) - start_; }
-
- private:
-  std::string name_;
-  uint64_t start_;
-};
 
 std::unique_ptr<Receiver> StartReceiver(
     const std::vector<std::string>& args = {}) {

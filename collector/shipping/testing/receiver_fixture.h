@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/base/metrics.h"
 
 namespace ringprof {
 namespace collector {
@@ -89,6 +90,22 @@ class Receiver {
 // Polls `done` every 20 ms until it returns true or `timeout_ms` passes;
 // returns its last value. The bounded wait tests use instead of sleeps.
 bool WaitFor(const std::function<bool()>& done, int64_t timeout_ms);
+
+// How much a registered counter (collector/base/metrics.h) grew since
+// construction: tests look at their own deltas.
+class CounterDelta {
+ public:
+  explicit CounterDelta(std::string name)
+      : name_(std::move(name)), start_(Value()) {}
+  uint64_t operator()() const { return Value() - start_; }
+
+ private:
+  uint64_t Value() const {
+    return Metrics::Get().GetCounter(name_, "").value();
+  }
+  std::string name_;
+  uint64_t start_;
+};
 
 // A fresh empty directory under TEST_TMPDIR.
 std::string MakeTempDir(const std::string& prefix);
