@@ -36,6 +36,11 @@ void SyncDirectoryOf(const std::string& path) {
 
 }  // namespace
 
+absl::string_view Basename(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
 absl::Status ErrnoError(absl::string_view what, absl::string_view path) {
   return absl::InternalError(
       absl::StrCat(what, " ", path, ": ", std::strerror(errno)));

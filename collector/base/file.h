@@ -48,6 +48,10 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
 // mkdir -p with `mode` for the directories it creates.
 absl::Status MakeDirs(const std::string& dir, mode_t mode);
 
+// The last component of `path` (all of it without a '/'; empty after a
+// trailing '/'). Points into `path`.
+absl::string_view Basename(absl::string_view path);
+
 // "<what> <path>: <strerror(errno)>".
 absl::Status ErrnoError(absl::string_view what, absl::string_view path);
 

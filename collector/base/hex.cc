@@ -14,5 +14,12 @@ std::string HexEncode(const uint8_t* bytes, size_t size) {
   return hex;
 }
 
+std::string HexId(uint64_t value) {
+  uint8_t bytes[8];
+  for (int i = 0; i < 8; ++i)
+    bytes[i] = static_cast<uint8_t>(value >> (56 - 8 * i));
+  return HexEncode(bytes, sizeof(bytes));
+}
+
 }  // namespace collector
 }  // namespace ringprof

@@ -12,7 +12,11 @@
 namespace ringprof {
 namespace collector {
 
+// Two digits per byte, in order.
 std::string HexEncode(const uint8_t* bytes, size_t size);
+
+// `value` as 16 digits, most significant first (a span id).
+std::string HexId(uint64_t value);
 
 }  // namespace collector
 }  // namespace ringprof

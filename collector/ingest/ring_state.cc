@@ -20,11 +20,6 @@ namespace {
 constexpr uint32_t kStateVersion = 1;
 constexpr char kSuffix[] = ".state";
 
-std::string Basename(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 absl::Status Invalid(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("ring state: ", what));
 }

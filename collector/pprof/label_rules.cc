@@ -62,33 +62,44 @@ bool IsCollectorOwnedLabel(absl::string_view name) {
          name == "namespace";
 }
 
+AdmittedLabel AdmitUntrustedLabel(absl::string_view raw_name,
+                                  absl::string_view raw_value,
+                                  const Labels& present,
+                                  const Labels& reserved) {
+  AdmittedLabel out;
+  absl::StatusOr<std::string> name = SanitizeLabelName(raw_name);
+  if (!name.ok()) {
+    out.name = SanitizeUtf8(raw_name, 64);
+    out.refused = std::string(name.status().message());
+    return out;
+  }
+  out.name = *std::move(name);
+  out.value = SanitizeLabelValue(raw_value);
+  if (IsCollectorOwnedLabel(out.name) || HasLabel(reserved, out.name)) {
+    out.refused = "the name is the collector's";
+  } else if (HasLabel(present, out.name)) {
+    out.refused = "a label of that name is already set";
+  } else if (out.value.empty()) {
+    out.refused = "empty value";
+  }
+  return out;
+}
+
 std::vector<DroppedLabel> MergeUntrustedLabels(const Labels& untrusted,
                                                size_t max_labels,
                                                Labels* labels) {
   std::vector<DroppedLabel> dropped;
   for (const auto& [raw_name, raw_value] : untrusted) {
-    absl::StatusOr<std::string> name = SanitizeLabelName(raw_name);
-    if (!name.ok()) {
-      dropped.push_back(
-          {SanitizeUtf8(raw_name, 64), std::string(name.status().message())});
+    AdmittedLabel label = AdmitUntrustedLabel(raw_name, raw_value, *labels);
+    if (label.refused.empty() && labels->size() >= max_labels) {
+      label.refused =
+          "the series has no room left (Pyroscope allows 30 labels)";
+    }
+    if (!label.refused.empty()) {
+      dropped.push_back({std::move(label.name), std::move(label.refused)});
       continue;
     }
-    std::string value = SanitizeLabelValue(raw_value);
-    const char* reason = nullptr;
-    if (IsCollectorOwnedLabel(*name)) {
-      reason = "the name is the collector's";
-    } else if (HasLabel(*labels, *name)) {
-      reason = "a label of that name is already set";
-    } else if (value.empty()) {
-      reason = "empty value";
-    } else if (labels->size() >= max_labels) {
-      reason = "the series has no room left (Pyroscope allows 30 labels)";
-    }
-    if (reason != nullptr) {
-      dropped.push_back({*name, reason});
-      continue;
-    }
-    labels->emplace_back(std::move(*name), std::move(value));
+    labels->emplace_back(std::move(label.name), std::move(label.value));
   }
   return dropped;
 }

@@ -69,11 +69,29 @@ struct DroppedLabel {
   std::string reason;
 };
 
-// Adds untrusted labels (a workload's Label records, per-sample labels) to
-// `labels` one by one: each name through SanitizeLabelName and each value
-// through SanitizeLabelValue. A label is dropped alone, never the profile,
-// when its name is invalid, collector-owned, already in `labels` (what is
-// there wins), its value is empty, or `labels` already has `max_labels`.
+// One untrusted label after the admission rule.
+struct AdmittedLabel {
+  // Sanitized; for an invalid name, the raw name made UTF-8, cut to 64
+  // bytes (for a log line).
+  std::string name;
+  std::string value;  // sanitized
+  // Empty when admitted; otherwise why not.
+  std::string refused;
+};
+
+// The one admission rule for an untrusted label (a workload's Label
+// record, an application's tag): the name through SanitizeLabelName, the
+// value through SanitizeLabelValue; refused when the name is invalid or
+// collector-owned, is in `reserved` or already in `present` (what is there
+// wins), or the value is empty.
+AdmittedLabel AdmitUntrustedLabel(absl::string_view name,
+                                  absl::string_view value,
+                                  const Labels& present,
+                                  const Labels& reserved = {});
+
+// Adds untrusted labels (a workload's Label records) to `labels` one by
+// one through AdmitUntrustedLabel. A label is dropped alone, never the
+// profile, when the rule refuses it or `labels` already has `max_labels`.
 std::vector<DroppedLabel> MergeUntrustedLabels(const Labels& untrusted,
                                                size_t max_labels,
                                                Labels* labels);

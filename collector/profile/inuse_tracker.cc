@@ -58,59 +58,63 @@ void InUseTracker::Apply(const Event& event) {
     case Kind::kFree:
       live_.erase(event.address);
       return;
-    case Kind::kLive: {
-      // Only a few sweeps are ever open at once (one, plus one abandoned at
-      // exit); more means corrupt ids: forget them (those sweeps then count
-      // as incomplete).
-      if (sweep_received_.size() > 16 &&
-          !sweep_received_.contains(event.sweep_id)) {
-        sweep_received_.clear();
-      }
-      ++sweep_received_[event.sweep_id];
-      if (live_.size() >= kMaxEntries && !live_.contains(event.address)) {
-        ++stats_.over_limit;
-        return;
-      }
-      auto [it, inserted] = live_.try_emplace(event.address);
-      Entry& entry = it->second;
-      if (inserted || entry.alloc_ns != event.alloc_ns) {
-        if (inserted) ++stats_.resurrected;
-        entry = {event.stack,    event.bytes, event.objects,
-                 event.alloc_ns, event.ns,    0};
-      }
-      entry.confirmed_sweep = event.sweep_id;
-      return;
+    case Kind::kLive:
+      return ApplyLive(event);
+    case Kind::kSweepEnd:
+      return ApplySweepEnd(event);
+  }
+}
+
+void InUseTracker::ApplyLive(const Event& event) {
+  // Only a few sweeps are ever open at once (one, plus one abandoned at
+  // exit); more means corrupt ids: forget them (those sweeps then count
+  // as incomplete).
+  if (sweep_received_.size() > 16 &&
+      !sweep_received_.contains(event.sweep_id)) {
+    sweep_received_.clear();
+  }
+  ++sweep_received_[event.sweep_id];
+  if (live_.size() >= kMaxEntries && !live_.contains(event.address)) {
+    ++stats_.over_limit;
+    return;
+  }
+  auto [it, inserted] = live_.try_emplace(event.address);
+  Entry& entry = it->second;
+  if (inserted || entry.alloc_ns != event.alloc_ns) {
+    if (inserted) ++stats_.resurrected;
+    entry = {event.stack,    event.bytes, event.objects,
+             event.alloc_ns, event.ns,    0};
+  }
+  entry.confirmed_sweep = event.sweep_id;
+}
+
+void InUseTracker::ApplySweepEnd(const Event& event) {
+  auto received = sweep_received_.find(event.sweep_id);
+  const uint64_t count =
+      received == sweep_received_.end() ? 0 : received->second;
+  if (received != sweep_received_.end()) sweep_received_.erase(received);
+  // Sweeps of older ids that never ended (abandoned at exit, or their
+  // end was lost) will not: forget their counts.
+  for (auto it = sweep_received_.begin(); it != sweep_received_.end();) {
+    auto next = std::next(it);
+    if (it->first < event.sweep_id) sweep_received_.erase(it);
+    it = next;
+  }
+  if (count != event.count) {
+    ++stats_.sweeps_incomplete;
+    return;
+  }
+  ++stats_.sweeps_complete;
+  const uint64_t begin = event.alloc_ns;
+  for (auto it = live_.begin(); it != live_.end();) {
+    auto next = std::next(it);
+    const Entry& entry = it->second;
+    if (entry.confirmed_sweep != event.sweep_id &&
+        entry.added_ns + kSweepGraceNs < begin) {
+      live_.erase(it);
+      ++stats_.pruned;
     }
-    case Kind::kSweepEnd: {
-      auto received = sweep_received_.find(event.sweep_id);
-      const uint64_t count =
-          received == sweep_received_.end() ? 0 : received->second;
-      if (received != sweep_received_.end()) sweep_received_.erase(received);
-      // Sweeps of older ids that never ended (abandoned at exit, or their
-      // end was lost) will not: forget their counts.
-      for (auto it = sweep_received_.begin(); it != sweep_received_.end();) {
-        auto next = std::next(it);
-        if (it->first < event.sweep_id) sweep_received_.erase(it);
-        it = next;
-      }
-      if (count != event.count) {
-        ++stats_.sweeps_incomplete;
-        return;
-      }
-      ++stats_.sweeps_complete;
-      const uint64_t begin = event.alloc_ns;
-      for (auto it = live_.begin(); it != live_.end();) {
-        auto next = std::next(it);
-        const Entry& entry = it->second;
-        if (entry.confirmed_sweep != event.sweep_id &&
-            entry.added_ns + kSweepGraceNs < begin) {
-          live_.erase(it);
-          ++stats_.pruned;
-        }
-        it = next;
-      }
-      return;
-    }
+    it = next;
   }
 }
 

@@ -86,6 +86,8 @@ class InUseTracker {
 
   void Push(Event event);
   void Apply(const Event& event);
+  void ApplyLive(const Event& event);
+  void ApplySweepEnd(const Event& event);
 
   std::vector<Event> pending_;
   uint64_t arrivals_ = 0;

@@ -30,24 +30,32 @@
 // symbolized once per address, lazily, when a window is built. The
 // emitter's own frames (libringprof.so) are cut from the leaf end.
 //
+// The pieces, ties one way: records arrive typed (ringfile::DispatchRecord)
+// at this class's handlers, which intern stacks (StackTable), turn tag sets
+// into sample labels (TagLabeler), aggregate per window and track the
+// in-use heap (InUseTracker); a finished window goes to the WindowEncoder,
+// and its profiles to the ProfileSink. This class keeps the windows, the
+// CPU source and the checkpoints.
+//
 // Thread-compatible: used by the collector's processing thread only.
-#ifndef RINGPROF_COLLECTOR_PROCESS_PROFILER_H_
-#define RINGPROF_COLLECTOR_PROCESS_PROFILER_H_
+#ifndef RINGPROF_COLLECTOR_PROFILE_PROCESS_PROFILER_H_
+#define RINGPROF_COLLECTOR_PROFILE_PROCESS_PROFILER_H_
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/types/span.h"
-#include "collector/pprof/pprof_builder.h"
+#include "collector/pprof/pprof_validate.h"
 #include "collector/profile/inuse_tracker.h"
+#include "collector/profile/memory_budget.h"
+#include "collector/profile/stack_table.h"
+#include "collector/profile/tag_labeler.h"
 #include "collector/profile/tick_picker.h"
+#include "collector/profile/window_encoder.h"
 #include "collector/sink/sink.h"
 #include "collector/symbolize/symbolizer.h"
 #include "ringfile/reader.h"
@@ -55,14 +63,6 @@
 
 namespace ringprof {
 namespace collector {
-
-// The memory all ProcessProfilers of a collector may use for interned stacks,
-// locations and window aggregates (an estimate in bytes, not RSS). Shared by
-// the profilers of one processing thread: not thread-safe.
-struct MemoryBudget {
-  uint64_t limit_bytes = uint64_t{1} << 30;
-  uint64_t used_bytes = 0;
-};
 
 struct ProcessProfilerOptions {
   uint64_t tick_ns = 10'000'000;
@@ -169,56 +169,22 @@ class ProcessProfiler : private ringfile::RecordHandler {
   // always, with `force`); nullopt otherwise.
   std::optional<Checkpoint> TakeCheckpoint(bool force);
 
-  const ProcessStats& stats() const { return stats_; }
+  const ProcessStats& stats() const;
   const InUseTracker::Stats& inuse_stats() const { return inuse_.stats(); }
   const ringfile::FileInfo& info() const { return info_; }
   bool ended() const { return ended_; }
   int32_t exit_status() const { return exit_status_; }
-  bool uses_cpu_timer() const { return timer_mode_; }
+  bool uses_cpu_timer() const { return cpu_.timer; }
   // Bytes charged to the budgets (estimate).
-  uint64_t memory_bytes() const { return memory_bytes_; }
+  uint64_t memory_bytes() const { return memory_.bytes(); }
 
  private:
-  // Location: one address of the process, resolved to a module at first
-  // sight (or first use, see ModuleOf), symbolized on first use in a
-  // profile.
-  struct Location {
-    uint64_t address;  // as recorded
-    bool exact_pc;     // leaf of a CPU sample; others are return addresses
-    int module = -1;   // index into modules_
-    bool symbolized = false;
-    std::vector<SymbolizedFrame> frames;
-  };
-  struct Stack {
-    std::vector<uint32_t> locations;  // leaf first; indices into locations_
-    bool truncated = false;
-    uint32_t labels = 0;  // index into sample_labels_; 0 = none
-  };
-  using Labels = std::vector<std::pair<std::string, std::string>>;
   struct Window {
-    absl::flat_hash_map<uint32_t, int64_t> tick_cpu_ns;   // alloc ticks
-    absl::flat_hash_map<uint32_t, int64_t> timer_cpu_ns;  // CPU timer
-    absl::flat_hash_map<uint32_t, std::pair<int64_t, int64_t>> alloc;
+    WindowAggregates aggregates;
     int64_t first_event_unix_ns = INT64_MAX;
     int64_t last_event_unix_ns = 0;
     // Per ring: the smallest record index that contributed (checkpoints).
     std::vector<uint64_t> min_index;
-  };
-  // Synthetic stack ids (never returned by InternStack).
-  static constexpr uint32_t kLostStack = 0xfffffff0;
-  static constexpr uint32_t kNoSampleStack = 0xfffffff1;
-  static constexpr uint32_t kBudgetStack = 0xfffffff2;
-  // CPU time of a thread the emitter could not sample.
-  static constexpr uint32_t kNotSampledStack = 0xfffffff3;
-
-  struct SpanHash {
-    using is_transparent = void;
-    size_t operator()(absl::Span<const uint64_t> s) const;
-  };
-  struct SpanEq {
-    using is_transparent = void;
-    bool operator()(absl::Span<const uint64_t> a,
-                    absl::Span<const uint64_t> b) const;
   };
 
   // The typed record handlers (ringfile::RecordHandler).
@@ -250,99 +216,56 @@ class ProcessProfiler : private ringfile::RecordHandler {
   // Workload Label records kept per process (Pyroscope accepts at most 30
   // labels per series; the collector's own take the rest).
   static constexpr size_t kMaxProcessLabels = 16;
+  // Idle windows created at most between two with records.
+  static constexpr int64_t kMaxIdleWindows = 360;
 
-  uint32_t InternStack(absl::Span<const uint64_t> frames, bool exact_leaf,
-                       bool truncated, uint32_t labels);
-  // The sample labels (index into sample_labels_) of a sample naming
-  // `tag_set` and `span_id`.
-  uint32_t SampleLabels(uint32_t tag_set, uint64_t span_id);
-  // Charges `bytes` to both budgets; false (nothing charged) when either
-  // would be exceeded.
-  bool Charge(uint64_t bytes);
+  void CountMalformed();
   // False (and counted) when a sample at `unix_ns` is out of range.
   bool InRange(int64_t unix_ns);
   // The window's aggregate for `stack`, or kBudgetStack's once the budget is
   // spent.
   template <typename Map>
   typename Map::mapped_type& Slot(Map& map, uint32_t stack);
-  uint32_t InternLocation(uint64_t address, bool exact_pc);
-  int FindModule(uint64_t address) const;
-  // The location's module, resolved now if it was unknown when first seen.
-  int ModuleOf(uint32_t location);
 
   Window& WindowAt(int64_t unix_ns);
   // Notes that `record` contributes to `window` (for checkpoints).
   void Contributes(Window& window, const ringfile::RecordView& record);
   // True (and counted) for a sample a predecessor already delivered.
   bool Replayed(int64_t unix_ns, const ringfile::RecordView& record);
-  void OnPick(uint64_t tick_ns, uint32_t tid, uint32_t stack);
+  void OnPick(uint64_t tick_ns, uint32_t stack);
   void EmitWindowsBefore(int64_t unix_ns);
   // Creates the windows without records between the open ones and
   // `unix_ns` (INT64_MAX: the last window), at most kMaxIdleWindows.
   void FillIdleWindows(int64_t unix_ns);
-  static constexpr int64_t kMaxIdleWindows = 360;
   void EmitWindow(int64_t index, const Window& window, bool final_window);
   // End of a window's profile: the window's end, or for the final one, a
   // tick after its last event.
   int64_t WindowUntil(int64_t index, const Window& window,
                       bool final_window) const;
-
-  void AppendStack(uint32_t stack, PprofBuilder& builder,
-                   absl::flat_hash_map<uint32_t, uint32_t>& memo,
-                   std::vector<PprofBuilder::LocationId>& out);
-  static MappingSpec MappingOf(const ModuleInfo& module);
-  void InternMainMapping(PprofBuilder& builder) const;
-  PprofBuilder::LocationId BuilderLocation(
-      uint32_t location, PprofBuilder& builder,
-      absl::flat_hash_map<uint32_t, uint32_t>& memo);
+  // service_name, then the extra labels.
   std::vector<std::pair<std::string, std::string>> SeriesLabels() const;
   // The process's CLOCK_MONOTONIC time of a wall-clock time.
   uint64_t MonotonicOf(int64_t unix_ns) const;
-  // The sample labels of `stack` (synthetic stacks have none).
-  PprofBuilder::LabelSetId BuilderLabels(uint32_t stack,
-                                         PprofBuilder& builder) const;
 
   const ringfile::FileInfo info_;
   const ProcessProfilerOptions options_;
   Symbolizer* const symbolizer_;
   ProfileSink* const sink_;
   TickPicker picker_;
-
-  struct Module : ModuleInfo {
-    bool is_emitter = false;  // libringprof.so: trimmed from stack leaves
-  };
-  std::vector<Module> modules_;
-  // Active modules by start address -> index into modules_.
-  std::map<uint64_t, int> active_modules_;
-  std::vector<Location> locations_;
-  absl::flat_hash_map<uint64_t, uint32_t> location_index_;  // key: addr*2+pc
-  std::vector<Stack> stacks_;
-  absl::flat_hash_map<std::vector<uint64_t>, uint32_t, SpanHash, SpanEq>
-      stack_index_;
-  std::vector<uint64_t> scratch_key_;
-
-  // Tag sets by the emitter's id: labels after the rules and the budget.
-  absl::flat_hash_map<uint32_t, Labels> tag_sets_;
-  // Per tag key, the values admitted so far (the budget).
-  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>>
-      tag_values_;
-  // Distinct sample label sets; [0] is the empty one.
-  std::vector<Labels> sample_labels_{Labels()};
-  absl::flat_hash_map<std::pair<uint32_t, uint64_t>, uint32_t>
-      sample_labels_index_;
+  ProcessMemory memory_;
+  StackTable stacks_;
+  TagLabeler labeler_;
+  WindowEncoder encoder_;
+  InUseTracker inuse_;
 
   std::map<int64_t, Window> windows_;  // by window index
   int64_t first_open_window_ = INT64_MIN;
-  bool timer_mode_ = false;
-  uint64_t timer_period_ns_ = 0;
+  CpuSource cpu_;  // the timer once the process sent a CPU sample
   bool ended_ = false;
   int32_t exit_status_ = -1;
   std::vector<std::pair<std::string, std::string>> process_labels_;
   const std::string session_id_;
-  InUseTracker inuse_;
-  ProcessStats stats_;
-  MemoryBudget* const budget_;
-  uint64_t memory_bytes_ = 0;
+  mutable ProcessStats stats_;  // the pieces' counters merged in stats()
   std::vector<uint64_t> read_positions_;
   int64_t resumed_until_unix_ns_ = INT64_MIN;  // samples before: delivered
   std::vector<uint64_t> resumed_consumed_;     // ... if read before
@@ -353,4 +276,4 @@ class ProcessProfiler : private ringfile::RecordHandler {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_PROCESS_PROFILER_H_
+#endif  // RINGPROF_COLLECTOR_PROFILE_PROCESS_PROFILER_H_

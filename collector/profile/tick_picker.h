@@ -20,8 +20,8 @@
 // late_samples() and ignored for picking.
 //
 // Thread-compatible. Memory: the samples of the undecided span only.
-#ifndef RINGPROF_COLLECTOR_TICK_PICKER_H_
-#define RINGPROF_COLLECTOR_TICK_PICKER_H_
+#ifndef RINGPROF_COLLECTOR_PROFILE_TICK_PICKER_H_
+#define RINGPROF_COLLECTOR_PROFILE_TICK_PICKER_H_
 
 #include <cstdint>
 #include <deque>
@@ -94,4 +94,4 @@ class TickPicker {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_TICK_PICKER_H_
+#endif  // RINGPROF_COLLECTOR_PROFILE_TICK_PICKER_H_

@@ -1,0 +1,199 @@
+#include "collector/profile/window_encoder.h"
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "collector/base/file.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+// The address addr2line wants for `pc` (link-time virtual address), except
+// where the object was linked at a kernel-half address (the vDSO on some
+// kernels: 0xffffffffff700000), which reads as garbage: there, the offset
+// into the file.
+uint64_t LinkTimeAddress(const ModuleInfo& module, uint64_t pc) {
+  const uint64_t address = pc - module.load_bias;
+  if ((address >> 63) == 0) return address;
+  return pc - module.start + module.file_offset;
+}
+
+// The one frame of a synthetic stack; null for a real one.
+const char* SyntheticFrame(uint32_t stack) {
+  switch (stack) {
+    case StackTable::kLostStack:
+      return "[lost]";
+    case StackTable::kNoSampleStack:
+      return "[no sample]";
+    case StackTable::kBudgetStack:
+      return "[truncated]";
+    case StackTable::kNotSampledStack:
+      return "[thread not sampled]";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+MappingSpec MappingOf(const ModuleInfo& module) {
+  MappingSpec spec;
+  spec.memory_start = module.start;
+  spec.memory_limit = module.start + module.size;
+  spec.file_offset = module.file_offset;
+  spec.filename = module.path;
+  spec.build_id = module.build_id_hex;
+  return spec;
+}
+
+WindowEncoder::WindowEncoder(WindowEncoderOptions options, StackTable* stacks,
+                             const TagLabeler* labeler, Symbolizer* symbolizer)
+    : options_(std::move(options)),
+      stacks_(stacks),
+      labeler_(labeler),
+      symbolizer_(symbolizer) {}
+
+std::vector<EncodedProfile> WindowEncoder::Encode(
+    const WindowAggregates& window, const InUseByStack& inuse,
+    const CpuSource& cpu, int64_t from, int64_t until) {
+  std::vector<EncodedProfile> out;
+  EncodeCpu(window, cpu, from, until, out);
+  EncodeMemory(window, inuse, from, until, out);
+  return out;
+}
+
+WindowEncoder::Build WindowEncoder::Start(ProfileSpec spec, int64_t from,
+                                          int64_t until) const {
+  spec.time_nanos = from;
+  spec.duration_nanos = until - from;
+  Build build(spec, options_.limits);
+  // pprof takes the first mapping for the main binary ("File:" in -top).
+  if (const auto* main = stacks_->FindModuleByPath(options_.executable)) {
+    build.builder.InternMapping(MappingOf(*main));
+  }
+  return build;
+}
+
+void WindowEncoder::EncodeCpu(const WindowAggregates& window,
+                              const CpuSource& cpu, int64_t from, int64_t until,
+                              std::vector<EncodedProfile>& out) {
+  const auto& values = cpu.timer ? window.timer_cpu_ns : window.tick_cpu_ns;
+  if (values.empty()) return;
+  Build build = Start(CpuProfileSpec(static_cast<int64_t>(
+                          cpu.timer ? cpu.period_ns : options_.tick_ns)),
+                      from, until);
+  for (const auto& [stack, ns] : values) Add(build, stack, {ns});
+  if (build.builder.empty()) return;
+  out.push_back({"process_cpu",
+                 {{kCpuSourceLabel, cpu.timer ? "timer" : "alloc_ticks"}},
+                 build.builder.Build()});
+}
+
+void WindowEncoder::EncodeMemory(const WindowAggregates& window,
+                                 const InUseByStack& inuse, int64_t from,
+                                 int64_t until,
+                                 std::vector<EncodedProfile>& out) {
+  if (window.alloc.empty() && inuse.empty()) return;
+  Build build = Start(MemoryProfileSpec(), from, until);
+  for (const auto& [stack, v] : window.alloc) {
+    Add(build, stack, {v.first, v.second, 0, 0});
+  }
+  for (const auto& [stack, v] : inuse) {
+    Add(build, stack, {0, 0, v.first, v.second});
+  }
+  if (build.builder.empty()) return;
+  out.push_back({"memory", {}, build.builder.Build()});
+}
+
+void WindowEncoder::Add(Build& build, uint32_t stack,
+                        absl::Span<const int64_t> values) {
+  AppendStack(build, stack);
+  PprofBuilder::LabelSetId labels = 0;
+  if (stacks_->IsReal(stack) && stacks_->stack(stack).labels != 0) {
+    labels = build.builder.InternLabels(
+        labeler_->labels(stacks_->stack(stack).labels));
+  }
+  build.builder.AddSample(build.stack, values, labels);
+}
+
+void WindowEncoder::AppendStack(Build& build, uint32_t stack) {
+  std::vector<PprofBuilder::LocationId>& out = build.stack;
+  out.clear();
+  if (const char* frame = SyntheticFrame(stack)) {
+    out.push_back(build.builder.InternSyntheticLocation(frame));
+    return;
+  }
+  for (uint32_t location : stacks_->ProgramFrames(stack)) {
+    out.push_back(Location(build, location));
+  }
+  if (stacks_->stack(stack).truncated) {
+    out.push_back(build.builder.InternSyntheticLocation("[truncated]"));
+  }
+  if (out.empty()) {
+    out.push_back(build.builder.InternSyntheticLocation("[unknown]"));
+  }
+}
+
+std::vector<LineSpec> WindowEncoder::LinesOf(uint32_t index,
+                                             const StackTable::Module* module,
+                                             bool& resolved, bool& has_lines) {
+  const StackTable::Location& location = stacks_->location(index);
+  // Symbolized once its module is known: until then (its map record was
+  // lost, and comes again with the emitter's next re-emission) it stays
+  // open, since in-use stacks come back in every window.
+  if (!location.symbolized && module != nullptr) {
+    stacks_->SetSymbols(
+        index, symbolizer_ == nullptr
+                   ? std::vector<SymbolizedFrame>()
+                   : symbolizer_->Symbolize(*module, location.address,
+                                            location.exact_pc
+                                                ? AddressKind::kInstruction
+                                                : AddressKind::kReturnAddress));
+  }
+  std::vector<LineSpec> lines;
+  for (const SymbolizedFrame& frame : location.frames) {
+    if (frame.function.empty() && frame.file.empty()) continue;
+    has_lines |= frame.line != 0;
+    lines.push_back({frame.function.empty() ? "[unknown]" : frame.function,
+                     frame.file, frame.line});
+  }
+  resolved = !lines.empty();
+  if (!resolved && (module == nullptr || !options_.unresolved_without_lines)) {
+    // Return addresses point after the call; name the call instruction.
+    const uint64_t pc =
+        location.exact_pc ? location.address : location.address - 1;
+    // Unresolved: name it so a person (or addr2line) can still place it.
+    lines.push_back({module != nullptr
+                         ? absl::StrFormat("%s+0x%x", Basename(module->path),
+                                           LinkTimeAddress(*module, pc))
+                         : absl::StrFormat("0x%x", pc),
+                     "", 0});
+  }
+  return lines;
+}
+
+PprofBuilder::LocationId WindowEncoder::Location(Build& build, uint32_t index) {
+  auto found = build.memo.find(index);
+  if (found != build.memo.end()) return found->second;
+  const StackTable::Module* module = stacks_->ModuleOf(index);
+  bool resolved = false, has_lines = false;
+  const std::vector<LineSpec> lines =
+      LinesOf(index, module, resolved, has_lines);
+  PprofBuilder::MappingId mapping = 0;
+  if (module != nullptr) {
+    MappingSpec spec = MappingOf(*module);
+    spec.has_functions = resolved;
+    spec.has_filenames = resolved && !lines.front().filename.empty();
+    spec.has_line_numbers = has_lines;
+    spec.has_inline_frames = lines.size() > 1;
+    mapping = build.builder.InternMapping(spec);
+  }
+  const PprofBuilder::LocationId id = build.builder.InternLocation(
+      mapping, stacks_->location(index).address, lines);
+  build.memo.emplace(index, id);
+  return id;
+}
+
+}  // namespace collector
+}  // namespace ringprof

@@ -1,0 +1,130 @@
+// WindowEncoder: one window of one process -> its pprof profiles.
+//
+//   WindowAggregates (per stack id: CPU time, allocations) + the in-use
+//   heap at the window's end
+//     --Encode--> "process_cpu" (cpu/nanoseconds; from the CPU timer, or
+//                 from picked ticks), "memory" (alloc_objects, alloc_space,
+//                 inuse_objects, inuse_space)
+//
+// Each stack is turned into pprof locations once per profile: its program
+// frames (StackTable::ProgramFrames) symbolized on first use (the symbols
+// are kept in the StackTable), mapped to their module's pprof mapping, with
+// the stack's sample labels (TagLabeler); the synthetic stacks become one
+// named frame ("[lost]", "[no sample]", "[truncated]", "[thread not
+// sampled]"). The executable's module is the profile's first mapping (pprof
+// shows it as "File:"). A profile without samples is left out.
+//
+// A new profile type is a map in WindowAggregates, a ProfileSpec and an
+// Encode* function here.
+//
+// Thread-compatible; the StackTable, TagLabeler and Symbolizer are the
+// caller's and must outlive this object.
+#ifndef RINGPROF_COLLECTOR_PROFILE_WINDOW_ENCODER_H_
+#define RINGPROF_COLLECTOR_PROFILE_WINDOW_ENCODER_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
+#include "collector/pprof/label_rules.h"
+#include "collector/pprof/pprof_builder.h"
+#include "collector/pprof/pprof_validate.h"
+#include "collector/profile/stack_table.h"
+#include "collector/profile/tag_labeler.h"
+#include "collector/symbolize/symbolizer.h"
+#include "proto/profile.pb.h"
+
+namespace ringprof {
+namespace collector {
+
+// One window's values by stack id (StackTable ids or its synthetic ones).
+struct WindowAggregates {
+  absl::flat_hash_map<uint32_t, int64_t> tick_cpu_ns;   // picked ticks
+  absl::flat_hash_map<uint32_t, int64_t> timer_cpu_ns;  // CPU timer
+  // (objects, bytes) allocated in the window.
+  absl::flat_hash_map<uint32_t, std::pair<int64_t, int64_t>> alloc;
+};
+
+// (objects, bytes) in use, by stack id (InUseTracker::ByStack).
+using InUseByStack = absl::flat_hash_map<uint32_t, std::pair<int64_t, int64_t>>;
+
+// Where a window's CPU time comes from: the emitter's CPU timer (each
+// sample worth period_ns) or picked allocation ticks.
+struct CpuSource {
+  bool timer = false;
+  uint64_t period_ns = 0;
+};
+
+// One encoded profile of a window.
+struct EncodedProfile {
+  std::string name;  // the series' __name__: "process_cpu", "memory"
+  Labels labels;     // series labels of this profile type (cpu source)
+  perftools::profiles::Profile pprof;
+};
+
+struct WindowEncoderOptions {
+  PyroscopeLimits limits;
+  // What one picked tick is worth (the CPU profile's period then).
+  uint64_t tick_ns = 10'000'000;
+  // Unresolved frames in a known module get no line (see
+  // ProcessProfilerOptions); otherwise "module+0xoffset".
+  bool unresolved_without_lines = false;
+  // The process's executable: its module is the profiles' first mapping.
+  std::string executable;
+};
+
+class WindowEncoder {
+ public:
+  // `symbolizer` may be null (frames stay module+0xoffset).
+  WindowEncoder(WindowEncoderOptions options, StackTable* stacks,
+                const TagLabeler* labeler, Symbolizer* symbolizer);
+
+  // The profiles of the window [from_unix_ns, until_unix_ns).
+  std::vector<EncodedProfile> Encode(const WindowAggregates& window,
+                                     const InUseByStack& inuse,
+                                     const CpuSource& cpu, int64_t from_unix_ns,
+                                     int64_t until_unix_ns);
+
+ private:
+  // One profile being built, with the pprof locations interned so far.
+  struct Build {
+    explicit Build(const ProfileSpec& spec, const PyroscopeLimits& limits)
+        : builder(spec, limits) {}
+    PprofBuilder builder;
+    absl::flat_hash_map<uint32_t, PprofBuilder::LocationId> memo;
+    std::vector<PprofBuilder::LocationId> stack;
+  };
+
+  // A builder for `spec` over the window, the executable mapped first.
+  Build Start(ProfileSpec spec, int64_t from, int64_t until) const;
+  void EncodeCpu(const WindowAggregates& window, const CpuSource& cpu,
+                 int64_t from, int64_t until, std::vector<EncodedProfile>& out);
+  void EncodeMemory(const WindowAggregates& window, const InUseByStack& inuse,
+                    int64_t from, int64_t until,
+                    std::vector<EncodedProfile>& out);
+  // Adds `values` (one per sample type) for `stack` with its labels.
+  void Add(Build& build, uint32_t stack, absl::Span<const int64_t> values);
+  void AppendStack(Build& build, uint32_t stack);
+  PprofBuilder::LocationId Location(Build& build, uint32_t location);
+  // The location's pprof lines (symbolizing it now if it was not); sets
+  // `resolved` when the symbolizer named it.
+  std::vector<LineSpec> LinesOf(uint32_t location,
+                                const StackTable::Module* module,
+                                bool& resolved, bool& has_lines);
+
+  const WindowEncoderOptions options_;
+  StackTable* const stacks_;
+  const TagLabeler* const labeler_;
+  Symbolizer* const symbolizer_;
+};
+
+// The pprof mapping of a module (file, range, offset, build id).
+MappingSpec MappingOf(const ModuleInfo& module);
+
+}  // namespace collector
+}  // namespace ringprof
+
+#endif  // RINGPROF_COLLECTOR_PROFILE_WINDOW_ENCODER_H_

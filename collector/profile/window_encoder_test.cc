@@ -1,0 +1,143 @@
+#include "collector/profile/window_encoder.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "collector/pprof/pprof_validate.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringprof {
+namespace collector {
+namespace {
+
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+// Names 0x1100 (a return address: looked up at 0x10ff) in /bin/app.
+class FakeSymbolizer : public Symbolizer {
+ public:
+  std::vector<SymbolizedFrame> Symbolize(const ModuleInfo& module,
+                                         uint64_t address,
+                                         AddressKind kind) override {
+    ++calls;
+    if (module.path == "/bin/app" && address == 0x1100 &&
+        kind == AddressKind::kReturnAddress) {
+      return {{"inlined", "a.h", 2}, {"main", "main.cc", 5}};
+    }
+    return {};
+  }
+  uint64_t misses() const override { return 0; }
+  SymbolizerStats stats() const override { return {}; }
+  int calls = 0;
+};
+
+class WindowEncoderTest : public ::testing::Test {
+ protected:
+  WindowEncoderTest()
+      : memory_(1 << 20, nullptr),
+        stacks_(1, &memory_),
+        labeler_(1, 100, {}, &memory_) {
+    ModuleInfo app;
+    app.path = "/bin/app";
+    app.start = 0x1000;
+    app.size = 0x1000;
+    stacks_.MapModule(app);
+    options_.executable = "/bin/app";
+  }
+
+  // "leaf;...;root" -> value of sample type `index`, as folded stacks.
+  static std::map<std::string, int64_t> Folded(
+      const perftools::profiles::Profile& p, int index) {
+    std::map<uint64_t, std::string> names;
+    std::map<uint64_t, const perftools::profiles::Location*> locations;
+    for (const auto& f : p.function()) names[f.id()] = p.string_table(f.name());
+    for (const auto& l : p.location()) locations[l.id()] = &l;
+    std::map<std::string, int64_t> out;
+    for (const auto& s : p.sample()) {
+      std::vector<std::string> frames;
+      for (uint64_t id : s.location_id()) {
+        for (const auto& line : locations[id]->line()) {
+          frames.push_back(names[line.function_id()]);
+        }
+      }
+      out[absl::StrJoin(frames, ";")] += s.value(index);
+    }
+    return out;
+  }
+
+  ProcessMemory memory_;
+  StackTable stacks_;
+  TagLabeler labeler_;
+  FakeSymbolizer symbolizer_;
+  WindowEncoderOptions options_;
+};
+
+TEST_F(WindowEncoderTest, CpuFromTheTimerSymbolizedOnceWithLabels) {
+  using Tags = std::vector<std::pair<absl::string_view, absl::string_view>>;
+  ASSERT_TRUE(labeler_.Define(1, Tags{{"route", "/x"}}));
+  const std::vector<uint64_t> frames = {0x1100, 0x1200};
+  const uint32_t stack =
+      stacks_.Intern(frames, false, false, labeler_.LabelsFor(1, 0));
+  WindowAggregates window;
+  window.timer_cpu_ns[stack] = 30;
+  window.timer_cpu_ns[StackTable::kNotSampledStack] = 5;
+  window.tick_cpu_ns[stack] = 1000;  // not this window's CPU source
+  WindowEncoder encoder(options_, &stacks_, &labeler_, &symbolizer_);
+  std::vector<EncodedProfile> out =
+      encoder.Encode(window, {}, CpuSource{true, 10}, 100, 200);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].name, "process_cpu");
+  EXPECT_THAT(out[0].labels,
+              UnorderedElementsAre(Pair("ringprof_cpu_source", "timer")));
+  const perftools::profiles::Profile& p = out[0].pprof;
+  EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
+  EXPECT_EQ(p.time_nanos(), 100);
+  EXPECT_EQ(p.duration_nanos(), 100);
+  EXPECT_EQ(p.period(), 10);
+  EXPECT_EQ(p.string_table(p.mapping(0).filename()), "/bin/app");
+  EXPECT_THAT(Folded(p, 0),
+              UnorderedElementsAre(Pair("inlined;main;app+0x11ff", 30),
+                                   Pair("[thread not sampled]", 5)));
+  int labelled = 0;
+  for (const auto& s : p.sample()) labelled += s.label_size();
+  EXPECT_EQ(labelled, 1);
+  // Symbolized once per location, kept for the next window.
+  EXPECT_EQ(symbolizer_.calls, 2);
+  encoder.Encode(window, {}, CpuSource{true, 10}, 200, 300);
+  EXPECT_EQ(symbolizer_.calls, 2);
+}
+
+TEST_F(WindowEncoderTest, MemoryHasAllocationsAndTheInUseSnapshot) {
+  const std::vector<uint64_t> frames = {0x1100};
+  const uint32_t stack = stacks_.Intern(frames, false, false, 0);
+  WindowAggregates window;
+  window.alloc[stack] = {2, 4096};
+  window.alloc[StackTable::kLostStack] = {1, 100};
+  InUseByStack inuse;
+  inuse[stack] = {1, 2048};
+  WindowEncoder encoder(options_, &stacks_, &labeler_, nullptr);
+  std::vector<EncodedProfile> out =
+      encoder.Encode(window, inuse, CpuSource{}, 0, 10);
+  ASSERT_EQ(out.size(), 1u);  // no CPU: no ticks in the window
+  EXPECT_EQ(out[0].name, "memory");
+  EXPECT_TRUE(out[0].labels.empty());
+  const perftools::profiles::Profile& p = out[0].pprof;
+  EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
+  // Without a symbolizer a frame is module+offset (of the call).
+  EXPECT_THAT(Folded(p, 1), UnorderedElementsAre(Pair("app+0x10ff", 4096),
+                                                 Pair("[lost]", 100)));
+  EXPECT_THAT(Folded(p, 3), UnorderedElementsAre(Pair("app+0x10ff", 2048),
+                                                 Pair("[lost]", 0)));
+}
+
+TEST_F(WindowEncoderTest, EmptyWindowHasNoProfiles) {
+  WindowEncoder encoder(options_, &stacks_, &labeler_, &symbolizer_);
+  EXPECT_TRUE(encoder.Encode({}, {}, CpuSource{}, 0, 10).empty());
+}
+
+}  // namespace
+}  // namespace collector
+}  // namespace ringprof
