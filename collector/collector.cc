@@ -17,52 +17,6 @@ Counter& ShutdownDropped() {
   return c;
 }
 
-Checkpoint FromState(const RingState& state) {
-  Checkpoint checkpoint;
-  checkpoint.positions = state.positions;
-  checkpoint.consumed = state.consumed;
-  checkpoint.emitted_until_unix_ns = state.emitted_until_unix_ns;
-  for (const SavedModule& m : state.modules) {
-    ModuleInfo module;
-    module.path = m.path;
-    module.build_id_hex = m.build_id_hex;
-    module.start = m.start;
-    module.size = m.size;
-    module.file_offset = m.file_offset;
-    module.load_bias = m.load_bias;
-    checkpoint.modules.push_back(std::move(module));
-  }
-  checkpoint.labels = state.labels;
-  checkpoint.cpu_timer = state.cpu_timer;
-  checkpoint.cpu_period_ns = state.cpu_period_ns;
-  return checkpoint;
-}
-
-RingState ToState(const ringfile::FileInfo& info, const Checkpoint& cp) {
-  RingState state;
-  state.pid = info.pid;
-  state.process_start_ticks = info.process_start_ticks;
-  state.created_monotonic_ns = info.created_monotonic_ns;
-  state.created_realtime_ns = info.created_realtime_ns;
-  state.positions = cp.positions;
-  state.consumed = cp.consumed;
-  // A profiler that has not seen a batch yet knows no positions.
-  state.positions.resize(info.ring_count, 0);
-  state.consumed.resize(info.ring_count, 0);
-  for (size_t i = 0; i < state.positions.size(); ++i) {
-    state.consumed[i] = std::max(state.consumed[i], state.positions[i]);
-  }
-  state.emitted_until_unix_ns = cp.emitted_until_unix_ns;
-  for (const ModuleInfo& m : cp.modules) {
-    state.modules.push_back(
-        {m.path, m.build_id_hex, m.start, m.size, m.file_offset, m.load_bias});
-  }
-  state.labels = cp.labels;
-  state.cpu_timer = cp.cpu_timer;
-  state.cpu_period_ns = cp.cpu_period_ns;
-  return state;
-}
-
 }  // namespace
 
 Collector::Collector(const CollectorOptions& options, Symbolizer* symbolizer,
@@ -156,8 +110,9 @@ void Collector::SaveCheckpoint(uint32_t id, bool force) {
   ProcessProfiler& process = *processes_[id];
   std::optional<Checkpoint> checkpoint = process.TakeCheckpoint(force);
   if (!checkpoint) return;
-  absl::Status saved = SaveRingState(options_.drainer.state_dir, paths_[id],
-                                     ToState(process.info(), *checkpoint));
+  absl::Status saved =
+      SaveRingState(options_.drainer.state_dir, paths_[id],
+                    RingStateOf(process.info(), *std::move(checkpoint)));
   if (!saved.ok()) {
     LogWarningLimited(
         "state-save",
@@ -170,7 +125,7 @@ void Collector::Handle(DrainedBatch& batch) {
   if (batch.kind == DrainedBatch::Kind::kOpened) {
     auto profiler = std::make_unique<ProcessProfiler>(
         *batch.info, options_.profiler, symbolizer_, sink_, &budget_);
-    if (batch.resumed) profiler->Resume(FromState(*batch.resumed));
+    if (batch.resumed) profiler->Resume(*batch.resumed);
     processes_[batch.process] = std::move(profiler);
     paths_[batch.process] = batch.path;
     return;

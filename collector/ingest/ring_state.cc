@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -69,8 +72,14 @@ absl::StatusOr<RingState> ParseRingState(absl::string_view bytes) {
         m.size() == 0 || m.start() + m.size() < m.start()) {
       return Invalid("module");
     }
-    state.modules.push_back({m.path(), m.build_id_hex(), m.start(), m.size(),
-                             m.file_offset(), m.load_bias()});
+    ModuleInfo module;
+    module.path = m.path();
+    module.build_id_hex = m.build_id_hex();
+    module.start = m.start();
+    module.size = m.size();
+    module.file_offset = m.file_offset();
+    module.load_bias = m.load_bias();
+    state.modules.push_back(std::move(module));
   }
   for (const auto& l : proto.labels()) {
     if (l.key().size() > kMaxSavedStringBytes ||
@@ -95,7 +104,7 @@ std::string SerializeRingState(const RingState& state) {
   for (uint64_t p : state.consumed) proto.add_consumed(p);
   proto.set_emitted_until_unix_ns(state.emitted_until_unix_ns);
   // Bounded like ParseRingState, so that what we write we can read back.
-  for (const SavedModule& m : state.modules) {
+  for (const ModuleInfo& m : state.modules) {
     if (proto.modules_size() >= static_cast<int>(kMaxSavedModules)) break;
     if (m.path.size() > kMaxSavedStringBytes) continue;
     auto* out = proto.add_modules();
@@ -119,6 +128,22 @@ std::string SerializeRingState(const RingState& state) {
   proto.set_cpu_timer(state.cpu_timer);
   proto.set_cpu_period_ns(state.cpu_period_ns);
   return proto.SerializeAsString();
+}
+
+RingState RingStateOf(const ringfile::FileInfo& info, Checkpoint checkpoint) {
+  RingState state;
+  static_cast<Checkpoint&>(state) = std::move(checkpoint);
+  state.pid = info.pid;
+  state.process_start_ticks = info.process_start_ticks;
+  state.created_monotonic_ns = info.created_monotonic_ns;
+  state.created_realtime_ns = info.created_realtime_ns;
+  // A profiler that has not seen a batch yet knows no positions.
+  state.positions.resize(info.ring_count, 0);
+  state.consumed.resize(info.ring_count, 0);
+  for (size_t i = 0; i < state.positions.size(); ++i) {
+    state.consumed[i] = std::max(state.consumed[i], state.positions[i]);
+  }
+  return state;
 }
 
 bool StateMatches(const RingState& state, const ringfile::FileInfo& info) {

@@ -28,33 +28,24 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "collector/ingest/checkpoint.h"
 #include "ringfile/reader.h"
 
 namespace ringprof {
 namespace collector {
 
-struct SavedModule {
-  std::string path;
-  std::string build_id_hex;  // lower-case hex, at most 64 digits
-  uint64_t start = 0;
-  uint64_t size = 0;
-  uint64_t file_offset = 0;
-  uint64_t load_bias = 0;
-};
-
-struct RingState {
+// A Checkpoint and the identity of the ring file it belongs to.
+struct RingState : Checkpoint {
   uint32_t pid = 0;
   uint64_t process_start_ticks = 0;
   uint64_t created_monotonic_ns = 0;
   uint64_t created_realtime_ns = 0;
-  std::vector<uint64_t> positions;  // resume the reader here
-  std::vector<uint64_t> consumed;   // the predecessor read up to here
-  int64_t emitted_until_unix_ns = INT64_MIN;
-  std::vector<SavedModule> modules;
-  std::vector<std::pair<std::string, std::string>> labels;
-  bool cpu_timer = false;
-  uint64_t cpu_period_ns = 0;
 };
+
+// The state to save for `checkpoint` of the ring file `info`: one position
+// per ring (0 for a ring not read yet), and no ring consumed below its
+// position.
+RingState RingStateOf(const ringfile::FileInfo& info, Checkpoint checkpoint);
 
 // Bounds of a valid state.
 inline constexpr size_t kMaxStateBytes = 4 << 20;

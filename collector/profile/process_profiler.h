@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "collector/ingest/checkpoint.h"
 #include "collector/pprof/pprof_validate.h"
 #include "collector/profile/inuse_tracker.h"
 #include "collector/profile/memory_budget.h"
@@ -93,25 +94,6 @@ struct ProcessProfilerOptions {
   // Distinct values a tag key may take in this process; later values are
   // folded into "other" (--max-tag-values).
   size_t max_tag_values = 100;
-};
-
-// How far a profiler has delivered its process's records, for a successor
-// to resume exactly there (collector/ingest/ring_state.h persists it).
-struct Checkpoint {
-  // Per ring: no record below this index contributes to a window not yet
-  // handed to the sink.
-  std::vector<uint64_t> positions;
-  // Per ring: records below this index were read (a sample among them
-  // stamped before emitted_until_unix_ns was delivered; records above it
-  // were never seen and always count).
-  std::vector<uint64_t> consumed;
-  // Every sample stamped before this (Unix ns) is in a delivered window.
-  int64_t emitted_until_unix_ns = INT64_MIN;
-  // What records that may be overwritten by now told the profiler.
-  std::vector<ModuleInfo> modules;
-  std::vector<std::pair<std::string, std::string>> labels;
-  bool cpu_timer = false;
-  uint64_t cpu_period_ns = 0;
 };
 
 // Totals over the process's life (for logs, tests and metrics).

@@ -54,11 +54,9 @@ bool StackTable::RestoreModule(ModuleInfo module) {
   return true;
 }
 
-void StackTable::AddModule(ModuleInfo info) {
-  Module module;
-  static_cast<ModuleInfo&>(module) = std::move(info);
+void StackTable::AddModule(ModuleInfo module) {
   module.pid = pid_;
-  module.is_emitter = Basename(module.path) == "libringprof.so";
+  is_emitter_.push_back(Basename(module.path) == "libringprof.so");
   active_modules_[module.start] = static_cast<int>(modules_.size());
   modules_.push_back(std::move(module));
 }
@@ -77,9 +75,8 @@ std::vector<ModuleInfo> StackTable::ActiveModules() const {
   return modules;
 }
 
-const StackTable::Module* StackTable::FindModuleByPath(
-    const std::string& path) const {
-  for (const Module& module : modules_) {
+const ModuleInfo* StackTable::FindModuleByPath(const std::string& path) const {
+  for (const ModuleInfo& module : modules_) {
     if (module.path == path) return &module;
   }
   return nullptr;
@@ -89,7 +86,7 @@ int StackTable::FindModule(uint64_t address) const {
   auto it = active_modules_.upper_bound(address);
   if (it == active_modules_.begin()) return -1;
   --it;
-  const Module& m = modules_[it->second];
+  const ModuleInfo& m = modules_[it->second];
   return address - m.start < m.size ? it->second : -1;
 }
 
@@ -153,14 +150,16 @@ absl::Span<const uint32_t> StackTable::ProgramFrames(uint32_t id) {
   // say nothing about the program: the stack starts at malloc's caller.
   size_t first = 0;
   while (first + 1 < locations.size()) {
-    const Module* module = ModuleOf(locations[first]);
-    if (module == nullptr || !module->is_emitter) break;
+    if (ModuleOf(locations[first]) == nullptr ||
+        !is_emitter_[locations_[locations[first]].module]) {
+      break;
+    }
     ++first;
   }
   return absl::MakeConstSpan(locations).subspan(first);
 }
 
-const StackTable::Module* StackTable::ModuleOf(uint32_t id) {
+const ModuleInfo* StackTable::ModuleOf(uint32_t id) {
   Location& location = locations_[id];
   if (location.module < 0 && !location.symbolized) {
     location.module = FindModule(location.address);

@@ -47,9 +47,6 @@ class StackTable {
   // Memory charged per module besides its path (and per location).
   static constexpr uint64_t kLocationBytes = 128;
 
-  struct Module : ModuleInfo {
-    bool is_emitter = false;  // libringprof.so: trimmed from stack leaves
-  };
   struct Location {
     uint64_t address;  // as recorded
     bool exact_pc;     // leaf of a CPU sample; others are return addresses
@@ -78,7 +75,7 @@ class StackTable {
   // The modules mapped now, by start address.
   std::vector<ModuleInfo> ActiveModules() const;
   // The first module (mapped now or before) at `path`; null if none.
-  const Module* FindModuleByPath(const std::string& path) const;
+  const ModuleInfo* FindModuleByPath(const std::string& path) const;
 
   // The stack of `frames` (leaf first; zero frames are skipped), or
   // kBudgetStack once the budget is spent (counted as folded).
@@ -94,7 +91,7 @@ class StackTable {
   // The location's module, resolved now if it was unknown when first seen
   // (its map record may come after the first sample using it); null if
   // none.
-  const Module* ModuleOf(uint32_t location);
+  const ModuleInfo* ModuleOf(uint32_t location);
   // Stores the location's symbols (once its module is known); charged even
   // past the budget.
   void SetSymbols(uint32_t location, std::vector<SymbolizedFrame> frames);
@@ -118,7 +115,9 @@ class StackTable {
 
   const uint32_t pid_;
   ProcessMemory* const memory_;
-  std::vector<Module> modules_;
+  std::vector<ModuleInfo> modules_;
+  // Per module: libringprof.so, trimmed from stack leaves.
+  std::vector<bool> is_emitter_;
   // Active modules by start address -> index into modules_.
   std::map<uint64_t, int> active_modules_;
   std::vector<Location> locations_;

@@ -46,8 +46,7 @@ TEST(StackTableTest, ModulesResolveLateAndEmitterFramesAreTrimmed) {
   // 0x5010's module is not known yet.
   EXPECT_EQ(table.ModuleOf(table.stack(stack).locations[2]), nullptr);
   ASSERT_TRUE(table.MapModule(Module("/bin/app", 0x5000, 0x1000)));
-  const StackTable::Module* app =
-      table.ModuleOf(table.stack(stack).locations[2]);
+  const ModuleInfo* app = table.ModuleOf(table.stack(stack).locations[2]);
   ASSERT_NE(app, nullptr);
   EXPECT_EQ(app->path, "/bin/app");
   EXPECT_EQ(app->pid, 7u);

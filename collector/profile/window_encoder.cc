@@ -136,7 +136,7 @@ void WindowEncoder::AppendStack(Build& build, uint32_t stack) {
 }
 
 std::vector<LineSpec> WindowEncoder::LinesOf(uint32_t index,
-                                             const StackTable::Module* module,
+                                             const ModuleInfo* module,
                                              bool& resolved, bool& has_lines) {
   const StackTable::Location& location = stacks_->location(index);
   // Symbolized once its module is known: until then (its map record was
@@ -176,7 +176,7 @@ std::vector<LineSpec> WindowEncoder::LinesOf(uint32_t index,
 PprofBuilder::LocationId WindowEncoder::Location(Build& build, uint32_t index) {
   auto found = build.memo.find(index);
   if (found != build.memo.end()) return found->second;
-  const StackTable::Module* module = stacks_->ModuleOf(index);
+  const ModuleInfo* module = stacks_->ModuleOf(index);
   bool resolved = false, has_lines = false;
   const std::vector<LineSpec> lines =
       LinesOf(index, module, resolved, has_lines);

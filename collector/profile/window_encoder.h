@@ -111,8 +111,7 @@ class WindowEncoder {
   PprofBuilder::LocationId Location(Build& build, uint32_t location);
   // The location's pprof lines (symbolizing it now if it was not); sets
   // `resolved` when the symbolizer named it.
-  std::vector<LineSpec> LinesOf(uint32_t location,
-                                const StackTable::Module* module,
+  std::vector<LineSpec> LinesOf(uint32_t location, const ModuleInfo* module,
                                 bool& resolved, bool& has_lines);
 
   const WindowEncoderOptions options_;

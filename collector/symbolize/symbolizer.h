@@ -21,19 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "collector/base/module_info.h"
+
 namespace ringprof {
 namespace collector {
-
-// A module as the emitter reported it (ringfile ModuleMap) plus its process.
-struct ModuleInfo {
-  std::string path;
-  std::string build_id_hex;  // lower-case hex; empty when unknown
-  uint64_t start = 0;        // runtime address range [start, start + size)
-  uint64_t size = 0;
-  uint64_t file_offset = 0;
-  uint64_t load_bias = 0;  // runtime address - ELF virtual address
-  uint32_t pid = 0;
-};
 
 struct SymbolizedFrame {
   std::string function;  // demangled; empty when unknown
