@@ -6,32 +6,16 @@
 #include <cstddef>
 #include <cstring>
 
+#include "emitter/stderr_line.h"
+
 namespace ringprof {
 namespace emitter {
 namespace {
 
 // A bounded, allocation-free line under construction.
-class Line {
- public:
-  Line& Add(const char* s) {
-    while (*s != '\0' && size_ + 2 < sizeof(buf_)) buf_[size_++] = *s++;
-    buf_[size_] = '\0';
-    return *this;
-  }
-  const char* Finish() {
-    buf_[size_++] = '\n';
-    buf_[size_] = '\0';
-    return buf_;
-  }
-
- private:
-  char buf_[512];
-  size_t size_ = 0;
-};
-
 void ReportBad(ReportLine report, const char* name, const char* value,
                const char* expected, const char* fallback) {
-  Line line;
+  StderrLine line;
   line.Add("ringprof: ignoring ")
       .Add(name)
       .Add("='")

@@ -32,6 +32,7 @@
 #include "emitter/fork_child.h"
 #include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
+#include "emitter/stderr_line.h"
 #include "ringfile/format.h"
 
 // glibc's own name for sigaction; the fallback when dlsym cannot find the
@@ -53,36 +54,6 @@ constexpr int kHandlerFrameSlack = 16;
 // sigev_value of our timers, checked in the handler so that a stray
 // sigqueue() of our signal is not taken for a sample.
 constexpr int kTimerCookie = 0x52505443;  // "RPTC"
-
-// A bounded, allocation-free line for stderr.
-class Line {
- public:
-  Line& Add(const char* s) {
-    while (*s != '\0' && size_ + 2 < sizeof(buf_)) buf_[size_++] = *s++;
-    return *this;
-  }
-  Line& AddInt(int64_t v) {
-    char digits[24];
-    int n = 0;
-    uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : v;
-    do {
-      digits[n++] = static_cast<char>('0' + u % 10);
-      u /= 10;
-    } while (u != 0);
-    if (v < 0) digits[n++] = '-';
-    while (n > 0 && size_ + 2 < sizeof(buf_)) buf_[size_++] = digits[--n];
-    return *this;
-  }
-  void Write() {
-    buf_[size_++] = '\n';
-    ssize_t unused = write(STDERR_FILENO, buf_, size_);
-    (void)unused;
-  }
-
- private:
-  char buf_[256];
-  size_t size_ = 0;
-};
 
 // ---------------------------------------------------------------------------
 // Process-wide state.
@@ -534,7 +505,7 @@ int ReserveSlot(pid_t tid) {
 
 void ReportArmFailureOnce(const char* what, int error) {
   if (g_reported_arm_failure.exchange(true)) return;
-  Line()
+  StderrLine()
       .Add("ringprof: CPU-timer sampling misses some threads: ")
       .Add(what)
       .Add(" (errno ")
@@ -688,7 +659,7 @@ void RestoreDisposition() {
 void BackOff(int signo) {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   if (!g_reported_backoff.exchange(true)) {
-    Line()
+    StderrLine()
         .Add("ringprof: the application uses signal ")
         .AddInt(signo)
         .Add(
@@ -739,7 +710,7 @@ void CpuTimerInit() {
                                ? current.sa_sigaction != nullptr
                                : current.sa_handler != SIG_DFL;
   if (has_handler) {
-    Line()
+    StderrLine()
         .Add("ringprof: signal ")
         .AddInt(g_signal)
         .Add(

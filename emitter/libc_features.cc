@@ -11,6 +11,7 @@
 #include "emitter/cfi_unwinder.h"
 #include "emitter/config.h"
 #include "emitter/loaded_symbols.h"
+#include "emitter/stderr_line.h"
 
 namespace ringprof {
 namespace emitter {
@@ -195,22 +196,6 @@ __attribute__((constructor(101))) void ResolveLibcFeatures() {
   if (g_dl_find_object == nullptr) RecordStartupObjects();
 }
 
-class Line {
- public:
-  Line& Add(const char* s) {
-    const size_t n = strnlen(s, sizeof(buf_) - 1 - size_);
-    memcpy(buf_ + size_, s, n);
-    size_ += n;
-    buf_[size_] = '\0';
-    return *this;
-  }
-  const char* c_str() const { return buf_; }
-
- private:
-  char buf_[512] = {};
-  size_t size_ = 0;
-};
-
 }  // namespace
 
 int FindObject(const void* address, dl_find_object* result) {
@@ -249,7 +234,7 @@ bool ForgetUnloadedStartupObjects() {
 
 void ReportMissingLibcFeatures(bool cpu_timer_running) {
   if (!HaveDlFindObject() && cpu_timer_running) {
-    Line line;
+    StderrLine line;
     line.Add("ringprof: glibc ")
         .Add(gnu_get_libc_version())
         .Add(
