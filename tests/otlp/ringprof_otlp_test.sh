@@ -70,8 +70,8 @@ for a in accepted:
         totals[api][t] += v
     functions[api] |= set(a["functions"])
     keys[api] |= set(a["sample_label_keys"])
-    services[api].add(a["stored_labels"]["service_name"])
-    hosts[api].add(a["stored_labels"].get("hostname" if api == "push" else "host_name"))
+    services[api].add(a["labels"]["service_name"])
+    hosts[api].add(a["labels"].get("hostname" if api == "push" else "host.name"))
 ok = True
 for t, v in totals["push"].items():
     o = totals["otlp"][t]
