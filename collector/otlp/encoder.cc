@@ -21,6 +21,7 @@ using ::perftools::profiles::Profile;
 constexpr char kBuildIdAttribute[] = "process.executable.build_id.gnu";
 constexpr char kSpanIdLabel[] = "span_id";
 constexpr char kTraceIdLabel[] = "trace_id";
+constexpr char kServiceNameAttribute[] = "service.name";
 
 // Hex of exactly `bytes` bytes, decoded; empty when it is not.
 std::string DecodeHexId(const std::string& hex, size_t bytes) {
@@ -304,6 +305,20 @@ absl::Status InitProfiles(const Profile& pprof, const TableImporter& tables,
   return absl::OkStatus();
 }
 
+// The resource's service.name as a dictionary attribute; 0 when none.
+int32_t ServiceAttribute(
+    const ::opentelemetry::proto::resource::v1::Resource& resource,
+    Dictionary* dict) {
+  for (const auto& kv : resource.attributes()) {
+    if (kv.key() == kServiceNameAttribute &&
+        kv.value().value_case() == AnyValue::kStringValue) {
+      return dict->StringAttribute(kServiceNameAttribute,
+                                   kv.value().string_value());
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 absl::StatusOr<ExportRequest> EncodeProfile(
@@ -323,9 +338,11 @@ absl::StatusOr<ExportRequest> EncodeProfile(
       !s.ok()) {
     return s;
   }
+  const int32_t service = ServiceAttribute(resource, &dict);
   for (const auto& sample : pprof.sample()) {
     absl::StatusOr<SampleKey> key = EncodeSampleKey(sample, tables, &dict);
     if (!key.ok()) return key.status();
+    if (service != 0) key->attributes.push_back(service);
     const int n = std::min(sample.value_size(), scope->profiles_size());
     for (int i = 0; i < n; ++i) {
       if (sample.value(i) == 0) continue;

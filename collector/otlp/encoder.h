@@ -17,6 +17,11 @@
 //     values), numeric ones int values with their unit; "span_id" (and
 //     "trace_id" when present) become the sample's Link instead, as
 //     OpenTelemetry correlates profiles with traces;
+//   * the resource's service.name is also a sample attribute of every
+//     sample, as profilers that cover several services do: consumers that
+//     read the service per sample (Pyroscope) keep it even when a
+//     Collector re-encodes the resource with dictionary references, which
+//     Pyroscope v2.2.1 does not resolve;
 //   * profile_id is derived from `profile_id` (16 bytes), so retries of one
 //     request carry the same ids.
 // Resource attributes are the caller's (resource.h); keys and string values

@@ -67,15 +67,21 @@ TEST(EncodeProfile, CpuProfileKeepsTypesStacksTagsAndSpans) {
   ASSERT_EQ(stack.location_indices_size(), 2);
   EXPECT_EQ(FunctionOf(*r, stack.location_indices(0)), "hot");  // leaf first
   EXPECT_EQ(FunctionOf(*r, stack.location_indices(1)), "main");
-  ASSERT_EQ(hot.attribute_indices_size(), 1);  // span_id went to the link
+  // endpoint, then the resource's service.name; span_id went to the link.
+  ASSERT_EQ(hot.attribute_indices_size(), 2);
   const auto& tag = r->dictionary().attribute_table(hot.attribute_indices(0));
   EXPECT_EQ(S(*r, tag.key_strindex()), "endpoint");
   EXPECT_EQ(tag.value().string_value(), "/checkout");
+  const auto& service =
+      r->dictionary().attribute_table(hot.attribute_indices(1));
+  EXPECT_EQ(S(*r, service.key_strindex()), "service.name");
+  EXPECT_EQ(service.value().string_value(), "app");
   ASSERT_NE(hot.link_index(), 0);
   EXPECT_EQ(r->dictionary().link_table(hot.link_index()).span_id(),
             std::string("\0\0\0\0\0\0\0\xff", 8));
   EXPECT_EQ(prof.samples(1).link_index(), 0);
-  EXPECT_EQ(prof.samples(1).attribute_indices_size(), 0);
+  ASSERT_EQ(prof.samples(1).attribute_indices_size(), 1);  // service.name
+  EXPECT_EQ(prof.samples(1).attribute_indices(0), hot.attribute_indices(1));
 }
 
 TEST(EncodeProfile, MappingCarriesBuildIdAndDictionaryStartsWithZeros) {

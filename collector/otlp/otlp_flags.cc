@@ -50,6 +50,10 @@ ABSL_FLAG(std::string, otlp_spool_dir, "",
 ABSL_FLAG(std::string, otlp_service_name, "",
           "service.name of the OTLP resource; default --application-name, "
           "else the emitter's service name [OTEL_SERVICE_NAME]");
+ABSL_FLAG(bool, otlp_process_pid, true,
+          "send process.pid as a resource attribute (Pyroscope v2 makes it "
+          "a series label: one series per process) "
+          "[RINGPROF_OTLP_PROCESS_PID]");
 ABSL_FLAG(std::string, otlp_resource_attributes, "",
           "extra resource attributes, key=value,..., percent-encoded values, "
           "e.g. service.version=1.4,deployment.environment.name=prod "
@@ -71,6 +75,7 @@ const bool kFlagEnvironment = RegisterFlagEnvironment({
     {"otlp_client_key", "OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY"},
     {"otlp_spool_dir", "RINGPROF_OTLP_SPOOL_DIR"},
     {"otlp_service_name", "OTEL_SERVICE_NAME"},
+    {"otlp_process_pid", "RINGPROF_OTLP_PROCESS_PID"},
     {"otlp_resource_attributes", "OTEL_RESOURCE_ATTRIBUTES"},
 });
 
@@ -166,6 +171,7 @@ absl::StatusOr<std::optional<OtlpSinkOptions>> OtlpSinkOptionsFromFlags() {
                    attributes.status().message());
   }
   o.resource_attributes = std::move(*attributes);
+  o.process_pid = absl::GetFlag(FLAGS_otlp_process_pid);
   return o;
 }
 

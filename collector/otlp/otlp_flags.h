@@ -29,6 +29,7 @@ ABSL_DECLARE_FLAG(std::string, otlp_client_certificate);
 ABSL_DECLARE_FLAG(std::string, otlp_client_key);
 ABSL_DECLARE_FLAG(std::string, otlp_spool_dir);
 ABSL_DECLARE_FLAG(std::string, otlp_service_name);
+ABSL_DECLARE_FLAG(bool, otlp_process_pid);
 ABSL_DECLARE_FLAG(std::string, otlp_resource_attributes);
 
 namespace ringprof {

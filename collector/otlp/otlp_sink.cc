@@ -25,17 +25,18 @@ absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(
   shipping::PyroscopeSinkOptions& queue = options.queue;
   queue.metric_prefix = "ringprof_otlp_";
   queue.server_name = "OTLP endpoint";
-  // process.pid is a resource attribute (an int, so Pyroscope makes no
-  // series of it); a pid label would only add a string copy.
+  // process.pid is the resource's (OtlpSinkOptions::process_pid); a pid
+  // label would add a string copy.
   queue.labels.pid_label = false;
   queue.encode_body =
-      [extra = std::move(options.resource_attributes)](
+      [extra = std::move(options.resource_attributes),
+       process_pid = options.process_pid](
           const WindowProfile& profile, const Labels& labels,
           const perftools::profiles::Profile& pprof,
           const std::string& id) -> absl::StatusOr<std::string> {
     ResourceFacts facts;
     facts.series_labels = labels;
-    facts.pid = profile.pid;
+    facts.pid = process_pid ? profile.pid : 0;
     facts.executable_name = ExecutableName(pprof);
     facts.extra = extra;
     absl::StatusOr<ExportRequest> request =

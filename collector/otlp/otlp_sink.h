@@ -38,6 +38,10 @@ struct OtlpSinkOptions {
   // Added to every resource (OTEL_RESOURCE_ATTRIBUTES) where the collector
   // has not set the key itself.
   Attributes resource_attributes;
+  // process.pid in the resource. Pyroscope v2.2.1 makes every string or int
+  // resource attribute a series label, so this is one series per process
+  // there.
+  bool process_pid = true;
 };
 
 absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(

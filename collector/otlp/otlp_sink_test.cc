@@ -101,8 +101,8 @@ TEST(OtlpSinkTest, EveryTypeArrivesWithItsResourceAndStoredLabels) {
     EXPECT_EQ(a.labels.at("env"), "test");
     EXPECT_EQ(a.labels.at("service.version"), "1.2.3");
     EXPECT_EQ(a.labels.at("__otel__"), "true");
-    // process.pid is an int: no series per process.
-    EXPECT_EQ(a.labels.count("process.pid"), 0u);
+    // Pyroscope v2.2.1 makes the int process.pid a label too.
+    EXPECT_EQ(a.labels.at("process.pid"), "100");
     EXPECT_GT(a.num_samples, 0);
   }
   // Pyroscope names an OTLP profile by its period type.
@@ -167,11 +167,12 @@ TEST(OtlpSinkTest, RefusalsAreRetriedAndRejectionsCounted) {
   EXPECT_EQ(accepted[1].time_nanos, AlignedWindowStartNs(1));
 }
 
-TEST(OtlpSinkTest, UncompressedWhenAsked) {
+TEST(OtlpSinkTest, UncompressedAndWithoutPidWhenAsked) {
   auto receiver = StartReceiver();
   ASSERT_NE(receiver, nullptr);
   OtlpSinkOptions options = Options(*receiver);
   options.queue.upload.gzip_body = false;
+  options.process_pid = false;
   auto sink = MakeSink(options);
   ASSERT_NE(sink, nullptr);
   Submit(*sink, "process_cpu", AlignedWindowStartNs(1));
@@ -179,6 +180,7 @@ TEST(OtlpSinkTest, UncompressedWhenAsked) {
   const std::vector<AcceptedProfile> accepted = Accepted(*receiver);
   ASSERT_EQ(accepted.size(), 1u);
   EXPECT_FALSE(accepted[0].gzipped);
+  EXPECT_EQ(accepted[0].labels.count("process.pid"), 0u);
 }
 
 TEST(UuidBytes, SixteenBytesOrNothing) {

@@ -40,6 +40,7 @@ std::string Expectation(const perftools::profiles::Profile& p) {
       ++samples;
       links += span ? 1 : 0;
       keys.insert(sample_keys.begin(), sample_keys.end());
+      keys.insert("service.name");  // the resource's, on every sample
     }
   }
   std::string line;

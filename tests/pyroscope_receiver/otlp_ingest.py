@@ -7,11 +7,16 @@ series labels Pyroscope gives it: __delta__="false", __otel__="true",
 __name__ from the profile type (samples/count over a cpu/nanoseconds
 period: "process_cpu", values times the period; otherwise the period
 type's name, "" when period is 0), the resource's and the scope's
-string-valued attributes under their own keys (the first of a key wins),
-and service_name from service.name (else "unknown_service", or
-"unknown_service:<process.executable.name>"). String-valued sample
-attributes become pprof labels (service.name excepted), a sample's link
-the span_id (and, for 16-byte trace ids, trace_id) labels in hex.
+attributes under their own keys (the first of a key wins),
+and service_name from the samples' service.name attribute, else the
+resource's (else "unknown_service", or
+"unknown_service:<process.executable.name>"); samples of different
+services become separate profiles. Attribute values count when they are
+strings or ints (in decimal); keys and values given as dictionary
+references (key_strindex, string_value_strindex) in the resource are not
+resolved, as v2.2.1 does not resolve them. Sample attributes become pprof
+labels (service.name excepted), a sample's link the span_id (and, for
+16-byte trace ids, trace_id) labels in hex.
 """
 
 
@@ -25,9 +30,29 @@ def _at(table, i, what):
     return table[i]
 
 
+def _single(v):
+    kind = v.WhichOneof("value")
+    if kind == "string_value":
+        return v.string_value
+    if kind == "int_value":
+        return str(v.int_value)
+    return ""
+
+
+def string_value(v):
+    """stringValueFromAnyValue (v2.2.1): a string, an int in decimal, or
+    the one element of an array of one; "" otherwise. Dictionary references
+    (string_value_strindex) are not resolved."""
+    if _single(v):
+        return _single(v)
+    if v.WhichOneof("value") == "array_value" and len(v.array_value.values) == 1:
+        return _single(v.array_value.values[0])
+    return ""
+
+
 def _string_attribute(kv):
-    v = kv.value
-    return v.string_value if v.WhichOneof("value") == "string_value" else ""
+    # KeyValue.key only: key_strindex is not resolved either.
+    return string_value(kv.value)
 
 
 def service_name(resource):
@@ -147,7 +172,7 @@ class _Builder:
         for ai in s.attribute_indices:
             a = _at(self.d.attribute_table, ai, "attribute")
             key = self.dstr(a.key_strindex, "attribute key")
-            value = a.value.string_value
+            value = string_value(a.value)
             if key == "service.name" or not value:
                 continue
             lab = out.label.add()
@@ -168,15 +193,27 @@ def convert(request, profile_pb2):
         raise ConversionError("missing profile metadata dictionary")
     out = []
     for rp in request.resource_profiles:
-        service = service_name(rp.resource)
+        fallback = service_name(rp.resource)
         for sp in rp.scope_profiles:
             for src in sp.profiles:
-                b = _Builder(src, d, profile_pb2)
-                name = b.header()
+                # ConvertOtelToGoogle: one profile per sample service.name.
+                builders, name = {}, ""
                 for s in src.samples:
-                    b.sample(s)
-                if not src.samples:
-                    continue
-                out.append((series_labels(name, rp.resource, sp.scope, service),
-                            b.p.SerializeToString()))
+                    svc = _sample_service(s, d)
+                    if svc not in builders:
+                        builders[svc] = _Builder(src, d, profile_pb2)
+                        name = builders[svc].header()
+                    builders[svc].sample(s)
+                for svc, b in builders.items():
+                    out.append((series_labels(name, rp.resource, sp.scope,
+                                              svc or fallback),
+                                b.p.SerializeToString()))
     return out
+
+
+def _sample_service(sample, d):
+    for ai in sample.attribute_indices:
+        a = _at(d.attribute_table, ai, "attribute")
+        if _at(d.string_table, a.key_strindex, "attribute key") == "service.name":
+            return string_value(a.value)
+    return ""
