@@ -9,8 +9,8 @@
 // (shipping/http_uploader.h) and headers never.
 //
 // Thread-safe: each line is one write(2); RateLimitedLog takes a mutex.
-#ifndef RINGPROF_COLLECTOR_LOG_H_
-#define RINGPROF_COLLECTOR_LOG_H_
+#ifndef RINGPROF_COLLECTOR_BASE_LOG_H_
+#define RINGPROF_COLLECTOR_BASE_LOG_H_
 
 #include <cstdint>
 #include <map>
@@ -77,4 +77,4 @@ void SetLogLinesPerCause(int lines);
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_LOG_H_
+#endif  // RINGPROF_COLLECTOR_BASE_LOG_H_

@@ -3,8 +3,8 @@
 //
 // Usage: static Counter& c = Metrics::Get().GetCounter("ringprof_x_total",
 // "help text"); c.Add(1);  Names follow Prometheus conventions.
-#ifndef RINGPROF_COLLECTOR_METRICS_H_
-#define RINGPROF_COLLECTOR_METRICS_H_
+#ifndef RINGPROF_COLLECTOR_BASE_METRICS_H_
+#define RINGPROF_COLLECTOR_BASE_METRICS_H_
 
 #include <atomic>
 #include <cstdint>
@@ -56,4 +56,4 @@ class Metrics {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_METRICS_H_
+#endif  // RINGPROF_COLLECTOR_BASE_METRICS_H_

@@ -3,8 +3,8 @@
 // RINGPROF_<FLAG NAME IN UPPER CASE> (e.g. --watermark-slack ->
 // RINGPROF_WATERMARK_SLACK); the command line wins. Dashes and underscores
 // in flag names are interchangeable.
-#ifndef RINGPROF_COLLECTOR_FLAGS_H_
-#define RINGPROF_COLLECTOR_FLAGS_H_
+#ifndef RINGPROF_COLLECTOR_CLI_FLAGS_H_
+#define RINGPROF_COLLECTOR_CLI_FLAGS_H_
 
 #include <string>
 #include <vector>
@@ -45,4 +45,4 @@ absl::StatusOr<SymbolizerOptions> SymbolizerOptionsFromFlags();
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_FLAGS_H_
+#endif  // RINGPROF_COLLECTOR_CLI_FLAGS_H_

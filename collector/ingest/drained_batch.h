@@ -9,8 +9,8 @@
 // as lost. Memory stays bounded either way. Batches the consumer is done
 // with go back (Recycle) so that the producer reuses their buffers (Spare)
 // instead of allocating at every poll.
-#ifndef RINGPROF_COLLECTOR_DRAINED_BATCH_H_
-#define RINGPROF_COLLECTOR_DRAINED_BATCH_H_
+#ifndef RINGPROF_COLLECTOR_INGEST_DRAINED_BATCH_H_
+#define RINGPROF_COLLECTOR_INGEST_DRAINED_BATCH_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -183,4 +183,4 @@ class BatchQueue {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_DRAINED_BATCH_H_
+#endif  // RINGPROF_COLLECTOR_INGEST_DRAINED_BATCH_H_

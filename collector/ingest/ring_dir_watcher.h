@@ -5,8 +5,8 @@
 //
 // Thread-compatible: one thread (the drainer) owns it; Wake() may be called
 // from any thread.
-#ifndef RINGPROF_COLLECTOR_RING_DIR_WATCHER_H_
-#define RINGPROF_COLLECTOR_RING_DIR_WATCHER_H_
+#ifndef RINGPROF_COLLECTOR_INGEST_RING_DIR_WATCHER_H_
+#define RINGPROF_COLLECTOR_INGEST_RING_DIR_WATCHER_H_
 
 #include <string>
 #include <vector>
@@ -61,4 +61,4 @@ class RingDirWatcher {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_RING_DIR_WATCHER_H_
+#endif  // RINGPROF_COLLECTOR_INGEST_RING_DIR_WATCHER_H_

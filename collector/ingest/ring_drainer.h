@@ -43,8 +43,8 @@
 //
 // Thread-compatible: one thread calls RunOnce/DrainAllAndEnd; Wake() and
 // the counters may be used from any thread.
-#ifndef RINGPROF_COLLECTOR_RING_DRAINER_H_
-#define RINGPROF_COLLECTOR_RING_DRAINER_H_
+#ifndef RINGPROF_COLLECTOR_INGEST_RING_DRAINER_H_
+#define RINGPROF_COLLECTOR_INGEST_RING_DRAINER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -201,4 +201,4 @@ class RingDrainer {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_RING_DRAINER_H_
+#endif  // RINGPROF_COLLECTOR_INGEST_RING_DRAINER_H_

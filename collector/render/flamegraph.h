@@ -9,8 +9,8 @@
 // the innermost inlined function, so every inlined line becomes a frame.
 // A location without lines is named "<mapping basename>+0x<file offset>".
 // `sample_index` out of range selects the last value, as pprof does.
-#ifndef RINGPROF_COLLECTOR_FLAMEGRAPH_H_
-#define RINGPROF_COLLECTOR_FLAMEGRAPH_H_
+#ifndef RINGPROF_COLLECTOR_RENDER_FLAMEGRAPH_H_
+#define RINGPROF_COLLECTOR_RENDER_FLAMEGRAPH_H_
 
 #include <cstdint>
 #include <string>
@@ -82,4 +82,4 @@ FlameGraphAndTop RenderFlameGraphAndTopTable(
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_FLAMEGRAPH_H_
+#endif  // RINGPROF_COLLECTOR_RENDER_FLAMEGRAPH_H_

@@ -1,5 +1,5 @@
 // A Prometheus histogram built from Metrics counters and a gauge, using the
-// naming convention collector/metrics.cc renders as one histogram family:
+// naming convention collector/base/metrics.cc renders as one histogram family:
 // `<name>_bucket{le="..."}`, `<name>_sum`, `<name>_count`.
 //
 // Thread-safety: Observe may be called from any thread; the sum is updated

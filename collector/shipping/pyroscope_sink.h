@@ -67,15 +67,6 @@
 
 namespace ringprof {
 namespace collector {
-
-// Builds the sink from --server-address and the other shipping flags (each
-// falls back to its PYROSCOPE_* environment variable; see
-// collector/shipping/README.md). Returns nullptr when no server is
-// configured; InvalidArgument for bad tags, headers, URLs or unreadable
-// secret files (messages never contain secrets). Also starts the /metrics
-// endpoint when --metrics-port is set (see metrics_server.h).
-absl::StatusOr<std::unique_ptr<ProfileSink>> MakePyroscopeSinkFromFlags();
-
 namespace shipping {
 
 // Turns a validated profile into the request body the record carries

@@ -17,8 +17,8 @@
 // Thread-safety: Submit/Flush from the collector's processing thread;
 // Finalize after the collector stopped. Submit writes synchronously (small
 // files, local disk).
-#ifndef RINGPROF_COLLECTOR_LOCAL_SINK_H_
-#define RINGPROF_COLLECTOR_LOCAL_SINK_H_
+#ifndef RINGPROF_COLLECTOR_SINK_LOCAL_SINK_H_
+#define RINGPROF_COLLECTOR_SINK_LOCAL_SINK_H_
 
 #include <map>
 #include <memory>
@@ -72,4 +72,4 @@ absl::Status EnsureWritableDirectory(const std::string& dir);
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_LOCAL_SINK_H_
+#endif  // RINGPROF_COLLECTOR_SINK_LOCAL_SINK_H_

@@ -4,8 +4,8 @@
 //
 // Thread-safety: Submit may be called from the collector's processing thread
 // only; implementations must not block it for long (queue, then return).
-#ifndef RINGPROF_COLLECTOR_SINK_H_
-#define RINGPROF_COLLECTOR_SINK_H_
+#ifndef RINGPROF_COLLECTOR_SINK_SINK_H_
+#define RINGPROF_COLLECTOR_SINK_SINK_H_
 
 #include <cstdint>
 #include <string>
@@ -51,4 +51,4 @@ class ProfileSink {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_SINK_H_
+#endif  // RINGPROF_COLLECTOR_SINK_SINK_H_

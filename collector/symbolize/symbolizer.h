@@ -13,8 +13,8 @@
 // Thread-compatible (one collector thread uses it). Allocates; not for use
 // in signal handlers. Implemented in collector/symbolize/symbolizer.cc; the
 // lookup order and caching are described in collector/SYMBOLS.md.
-#ifndef RINGPROF_COLLECTOR_SYMBOLIZER_H_
-#define RINGPROF_COLLECTOR_SYMBOLIZER_H_
+#ifndef RINGPROF_COLLECTOR_SYMBOLIZE_SYMBOLIZER_H_
+#define RINGPROF_COLLECTOR_SYMBOLIZE_SYMBOLIZER_H_
 
 #include <cstdint>
 #include <memory>
@@ -128,4 +128,4 @@ class Symbolizer {
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_SYMBOLIZER_H_
+#endif  // RINGPROF_COLLECTOR_SYMBOLIZE_SYMBOLIZER_H_
