@@ -9,12 +9,17 @@ namespace ringprof {
 namespace collector {
 namespace {
 
-Counter& ShutdownDropped() {
-  static Counter& c = Metrics::Get().GetCounter(
+// This file's metrics, registered together on first use.
+struct FileMetrics {
+  Counter& shutdown_dropped = Metrics::Get().GetCounter(
       "ringprof_shutdown_dropped_records_total",
       "Records read but not processed because the shutdown deadline came "
       "first (with --state-dir, the next collector reads them again).");
-  return c;
+};
+
+FileMetrics& metrics() {
+  static FileMetrics* const m = new FileMetrics();
+  return *m;
 }
 
 }  // namespace
@@ -91,7 +96,7 @@ void Collector::ProcessLoop() {
     for (DrainedBatch& batch : batches) {
       if (batch.kind == DrainedBatch::Kind::kRecords && stop_.load() &&
           absl::Now() >= process_deadline_) {
-        ShutdownDropped().Add(batch.records.size());
+        metrics().shutdown_dropped.Add(batch.records.size());
       } else {
         Handle(batch);
       }

@@ -52,6 +52,22 @@ bool LogEnabled(LogLevel level) {
   return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
 }
 
+namespace {
+
+// This file's metrics, registered together on first use.
+struct FileMetrics {
+  Counter& lines_suppressed = Metrics::Get().GetCounter(
+      "ringprof_log_lines_suppressed_total",
+      "Log lines not printed because their cause exceeded its rate limit.");
+};
+
+FileMetrics& metrics() {
+  static FileMetrics* const m = new FileMetrics();
+  return *m;
+}
+
+}  // namespace
+
 void Log(LogLevel level, absl::string_view message) {
   if (!LogEnabled(level)) return;
   const std::string line =
@@ -63,9 +79,6 @@ void Log(LogLevel level, absl::string_view message) {
 
 void RateLimitedLog::Log(LogLevel level, absl::string_view key,
                          absl::string_view message) {
-  static Counter& dropped = Metrics::Get().GetCounter(
-      "ringprof_log_lines_suppressed_total",
-      "Log lines not printed because their cause exceeded its rate limit.");
   if (!LogEnabled(level)) return;
   const int64_t now = MonotonicNowNs();
   uint64_t suppressed;
@@ -77,7 +90,7 @@ void RateLimitedLog::Log(LogLevel level, absl::string_view key,
     KeyState& state = it->second;
     if (state.printed >= burst_ && now < state.next_ns) {
       ++state.suppressed;
-      dropped.Add(1);
+      metrics().lines_suppressed.Add(1);
       return;
     }
     ++state.printed;

@@ -16,13 +16,18 @@ constexpr uint64_t kFuseMagic = 0x65735546;  // not in linux/magic.h
 constexpr uint64_t kCifsMagic = 0xff534d42;
 constexpr uint64_t kSmb2Magic = 0xfe534d42;
 
-Gauge& FileServerGauge() {
-  static Gauge& gauge = Metrics::Get().GetGauge(
+// This file's metrics, registered together on first use.
+struct FileMetrics {
+  Gauge& file_server_gauge = Metrics::Get().GetGauge(
       "ringprof_ring_dir_file_server",
       "1 when the ring directory is served by a file server (9P, e.g. a "
       "gVisor volume without its mount hint; FUSE, NFS, SMB), whose shared "
       "mappings are not promised to be coherent; 0 otherwise.");
-  return gauge;
+};
+
+FileMetrics& metrics() {
+  static FileMetrics* const m = new FileMetrics();
+  return *m;
 }
 
 // The name of a file-server filesystem, or null for any other.
@@ -63,7 +68,7 @@ void CheckRingDirFilesystem(const std::string& dir) {
   if (::statfs(dir.c_str(), &fs) != 0) return;  // the watcher reports it
   const std::string warning =
       RingDirFilesystemWarning(dir, static_cast<uint64_t>(fs.f_type));
-  FileServerGauge().Set(warning.empty() ? 0 : 1);
+  metrics().file_server_gauge.Set(warning.empty() ? 0 : 1);
   if (!warning.empty()) LogWarning(warning);
 }
 

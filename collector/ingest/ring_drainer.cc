@@ -27,67 +27,45 @@ namespace {
 // 100 ms until the open grace runs out).
 constexpr absl::Duration kFastRetryPeriod = absl::Seconds(1);
 
-Counter& RingsOpened() {
-  static Counter& c = Metrics::Get().GetCounter(
+// This file's metrics, registered together on first use.
+struct FileMetrics {
+  Counter& rings_opened = Metrics::Get().GetCounter(
       "ringprof_ring_files_opened_total", "Ring files opened.");
-  return c;
-}
-Counter& RingsCorrupt() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& rings_corrupt = Metrics::Get().GetCounter(
       "ringprof_ring_files_corrupt_total",
       "Ring files skipped because they are corrupt or truncated.");
-  return c;
-}
-Counter& RecordsLost() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& records_lost = Metrics::Get().GetCounter(
       "ringprof_ring_records_lost_total",
       "Records lost in ring files: overwritten before being read, torn, "
       "or left uncommitted by a stalled or dead writer.");
-  return c;
-}
-Counter& WriterDropped() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& writer_dropped = Metrics::Get().GetCounter(
       "ringprof_ring_records_dropped_total",
       "Records emitters dropped because a slot was still being written.");
-  return c;
-}
-Counter& RingsEndedUnseen() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& rings_ended_unseen = Metrics::Get().GetCounter(
       "ringprof_ring_files_ended_unseen_total",
       "Ring files of processes never seen alive (exited before the collector "
       "looked, or never existed), drained and ended at once.");
-  return c;
-}
-Gauge& RingsOpen() {
-  static Gauge& g = Metrics::Get().GetGauge(
+  Gauge& rings_open = Metrics::Get().GetGauge(
       "ringprof_ring_files_open",
       "Ring files open now (at most --max-open-rings).");
-  return g;
-}
-Gauge& RingsWaiting() {
-  static Gauge& g = Metrics::Get().GetGauge(
+  Gauge& rings_waiting = Metrics::Get().GetGauge(
       "ringprof_ring_files_waiting",
       "Ring files found but not open (--max-open-rings reached, or not "
       "ready yet).");
-  return g;
-}
-Counter& StatesIgnored() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& states_ignored = Metrics::Get().GetCounter(
       "ringprof_ring_states_ignored_total",
       "Saved ring states (--state-dir) that were invalid or did not fit "
       "their ring file; the ring was read afresh.");
-  return c;
-}
-Counter& RingPolls() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& ring_polls = Metrics::Get().GetCounter(
       "ringprof_ring_polls_total",
       "Polls of ring files (each as often as the ring's records arrive).");
-  return c;
-}
-Counter& RecordsRead() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& records_read = Metrics::Get().GetCounter(
       "ringprof_ring_records_read_total", "Records read from ring files.");
-  return c;
+};
+
+FileMetrics& metrics() {
+  static FileMetrics* const m = new FileMetrics();
+  return *m;
 }
 
 // The process's CLOCK_MONOTONIC now, through the wall clock both share.
@@ -285,7 +263,7 @@ void RingDrainer::RunOnce(bool wait) {
       // existed): whatever is uncommitted now never will be.
       if (liveness == Liveness::kGone &&
           (ring.seen_alive || pid_namespace_shared_)) {
-        if (!ring.seen_alive) RingsEndedUnseen().Add(1);
+        if (!ring.seen_alive) metrics().rings_ended_unseen.Add(1);
         ring.writer_dead = true;
         if (PollRing(ring, /*max_polls=*/1 << 20) == PollResult::kBroken) {
           EndRing(ring, /*delete_file=*/false);
@@ -298,8 +276,8 @@ void RingDrainer::RunOnce(bool wait) {
     }
     ++it;
   }
-  RingsOpen().Set(static_cast<double>(rings_.size()));
-  RingsWaiting().Set(static_cast<double>(pending_.size()));
+  metrics().rings_open.Set(static_cast<double>(rings_.size()));
+  metrics().rings_waiting.Set(static_cast<double>(pending_.size()));
 }
 
 Liveness RingDrainer::NameLiveness(const std::string& path) {
@@ -385,7 +363,7 @@ void RingDrainer::TryOpenPending() {
             std::min(next_pending_pass_, it->second.next_attempt);
         continue;
       }
-      RingsCorrupt().Add(1);
+      metrics().rings_corrupt.Add(1);
       LogErrorLimited("ring-unreadable",
                       absl::StrCat("skipping ring file ", path, ": ",
                                    reader.status().ToString()));
@@ -441,13 +419,13 @@ void RingDrainer::Open(const std::string& path,
       }
     }
     if (!resumed.ok()) {
-      StatesIgnored().Add(1);
+      metrics().states_ignored.Add(1);
       LogWarningLimited("ring-state",
                         absl::StrCat("ignoring the saved state of ", path, ": ",
                                      resumed.message()));
     }
   }
-  RingsOpened().Add(1);
+  metrics().rings_opened.Add(1);
   opened_.fetch_add(1);
   LogDebug(absl::StrCat("following ", path, " (pid ", ring.info->pid,
                         ", service '", ring.info->service_name, "')",
@@ -467,7 +445,7 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls,
                                               absl::Time deadline,
                                               uint64_t* records) {
   polls_.fetch_add(1, std::memory_order_relaxed);
-  RingPolls().Add(1);
+  metrics().ring_polls.Add(1);
   DrainedBatch batch = queue_->Spare();
   batch.process = ring.id;
   BatchAppender appender(&batch);
@@ -487,7 +465,7 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls,
     ring.stats.writer_dropped += stats.writer_dropped;
     ring.stats.unknown_types += stats.unknown_types;
     if (!status.ok()) {
-      RingsCorrupt().Add(1);
+      metrics().rings_corrupt.Add(1);
       LogErrorLimited(
           "ring-broken",
           absl::StrCat("ring file ", ring.path,
@@ -501,13 +479,14 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls,
       break;
     }
   }
-  RecordsRead().Add(ring.stats.delivered - before.delivered);
-  RecordsLost().Add(ring.stats.lost - before.lost);
+  metrics().records_read.Add(ring.stats.delivered - before.delivered);
+  metrics().records_lost.Add(ring.stats.lost - before.lost);
   if (records != nullptr) {
     *records = ring.stats.delivered - before.delivered +
                (ring.stats.lost - before.lost);
   }
-  WriterDropped().Add(ring.stats.writer_dropped - before.writer_dropped);
+  metrics().writer_dropped.Add(ring.stats.writer_dropped -
+                               before.writer_dropped);
   if (result == PollResult::kCaughtUp) {
     const uint64_t slack = absl::ToInt64Nanoseconds(options_.watermark_slack);
     if (process_now > slack) {

@@ -8,20 +8,21 @@ namespace ringprof {
 namespace collector {
 namespace {
 
-Counter& BudgetFolded() {
-  static Counter& c = Metrics::Get().GetCounter(
+// This file's metrics, registered together on first use.
+struct FileMetrics {
+  Counter& budget_folded = Metrics::Get().GetCounter(
       "ringprof_budget_folded_total",
       "Samples and ticks counted under a '[truncated]' stack because a "
       "process (or the collector) reached its memory budget.");
-  return c;
-}
-
-Gauge& MemoryInUse() {
-  static Gauge& g = Metrics::Get().GetGauge(
+  Gauge& memory_in_use = Metrics::Get().GetGauge(
       "ringprof_profiler_memory_bytes",
       "Estimated bytes of interned stacks, locations and window aggregates "
       "held for all processes (bounded by --max-memory-mib).");
-  return g;
+};
+
+FileMetrics& metrics() {
+  static FileMetrics* const m = new FileMetrics();
+  return *m;
 }
 
 }  // namespace
@@ -46,7 +47,7 @@ bool ProcessMemory::Charge(uint64_t bytes) {
 bool ProcessMemory::ChargeOrFold(uint64_t bytes) {
   if (Charge(bytes)) return true;
   ++folded_;
-  BudgetFolded().Add(1);
+  metrics().budget_folded.Add(1);
   return false;
 }
 
@@ -56,7 +57,7 @@ void ProcessMemory::ChargeAlways(uint64_t bytes) {
 }
 
 void ProcessMemory::Publish() const {
-  MemoryInUse().Set(static_cast<double>(shared_->used_bytes));
+  metrics().memory_in_use.Set(static_cast<double>(shared_->used_bytes));
 }
 
 }  // namespace collector

@@ -33,36 +33,29 @@ int64_t ObjectsOf(int64_t weight, uint64_t requested_size) {
       1, std::llround(static_cast<double>(weight) / requested_size));
 }
 
-Counter& MalformedRecords() {
-  static Counter& c = Metrics::Get().GetCounter(
+// This file's metrics, registered together on first use.
+struct FileMetrics {
+  Counter& malformed_records = Metrics::Get().GetCounter(
       "ringprof_malformed_records_total",
       "Ring records that failed to decode and were skipped.");
-  return c;
-}
-Counter& SamplesRead() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& samples_read = Metrics::Get().GetCounter(
       "ringprof_samples_read_total",
       "Allocation and CPU samples read from ring files.");
-  return c;
-}
-Counter& EmitterLost() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& emitter_lost = Metrics::Get().GetCounter(
       "ringprof_emitter_lost_samples_total",
       "Samples the emitters reported they could not record.");
-  return c;
-}
-Counter& OutOfRange() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& out_of_range = Metrics::Get().GetCounter(
       "ringprof_records_out_of_range_total",
       "Samples dropped because their timestamp lies further ahead of or "
       "behind the collector's clock than --max-future / --max-past.");
-  return c;
-}
-Counter& LateSamples() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& late_samples = Metrics::Get().GetCounter(
       "ringprof_late_samples_total",
       "Samples that arrived after their ticks were decided.");
-  return c;
+};
+
+FileMetrics& metrics() {
+  static FileMetrics* const m = new FileMetrics();
+  return *m;
 }
 
 // Pyroscope's __session_id__ (pyroscope-go session_id.go: 8 bytes,
@@ -144,7 +137,7 @@ void ProcessProfiler::OnRecords(
 
 void ProcessProfiler::CountMalformed() {
   ++stats_.malformed_records;
-  MalformedRecords().Add(1);
+  metrics().malformed_records.Add(1);
 }
 
 void ProcessProfiler::OnMalformed(const ringfile::RecordView& /*record*/,
@@ -155,7 +148,7 @@ void ProcessProfiler::OnMalformed(const ringfile::RecordView& /*record*/,
 void ProcessProfiler::OnAllocSample(const ringfile::RecordView& record,
                                     const ringfile::AllocSampleView& sample) {
   const ringfile::AllocSample& head = sample.head;
-  SamplesRead().Add(1);
+  metrics().samples_read.Add(1);
   const int64_t unix_ns = info_.ToRealtimeNs(head.monotonic_ns);
   if (!InRange(unix_ns)) return;
   const int64_t weight = static_cast<int64_t>(head.weight_bytes);
@@ -192,7 +185,7 @@ void ProcessProfiler::OnAllocSample(const ringfile::RecordView& record,
 
 void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
                                   const ringfile::CpuSampleView& sample) {
-  SamplesRead().Add(1);
+  metrics().samples_read.Add(1);
   const int64_t unix_ns = info_.ToRealtimeNs(sample.head.monotonic_ns);
   if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
   ++stats_.cpu_samples;
@@ -257,7 +250,7 @@ void ProcessProfiler::OnLostSamples(const ringfile::RecordView& record,
   const int64_t unix_ns = info_.ToRealtimeNs(lost.monotonic_ns);
   if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
   stats_.emitter_lost += lost.samples;
-  EmitterLost().Add(lost.samples);
+  metrics().emitter_lost.Add(lost.samples);
   Window& window = WindowAt(unix_ns);
   Contributes(window, record);
   auto& [objects, bytes] = window.aggregates.alloc[StackTable::kLostStack];
@@ -309,7 +302,7 @@ bool ProcessProfiler::InRange(int64_t unix_ns) {
     return true;
   }
   ++stats_.out_of_range;
-  OutOfRange().Add(1);
+  metrics().out_of_range.Add(1);
   LogWarningLimited(
       "record-time",
       absl::StrFormat("pid %u: dropping samples stamped %.0f s %s the "
@@ -357,7 +350,7 @@ void ProcessProfiler::Advance(uint64_t watermark_monotonic_ns) {
                     OnPick(t, stack);
                   });
   const uint64_t late = picker_.late_samples() - stats_.late_samples;
-  if (late > 0) LateSamples().Add(late);
+  if (late > 0) metrics().late_samples.Add(late);
   stats_.late_samples = picker_.late_samples();
   if (watermark_monotonic_ns < options_.max_distance_ns) return;
   EmitWindowsBefore(

@@ -18,26 +18,25 @@ constexpr size_t kMaxTagSets = 4096;
 // Memory charged per distinct sample label set, besides its strings.
 constexpr uint64_t kLabelSetBytes = 96;
 
-Counter& TagLabelsDropped() {
-  static Counter& c = Metrics::Get().GetCounter(
+// This file's metrics, registered together on first use.
+struct FileMetrics {
+  Counter& tag_labels_dropped = Metrics::Get().GetCounter(
       "ringprof_tag_labels_dropped_total",
       "Application tags left off their samples by the label rules (invalid "
       "name, empty value, or a name the collector owns).");
-  return c;
-}
-Counter& TagValuesFolded() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& tag_values_folded = Metrics::Get().GetCounter(
       "ringprof_tag_values_folded_total",
       "Tag sets whose value of some key became \"other\" because the key "
       "already had --max-tag-values distinct values in its process.");
-  return c;
-}
-Counter& UnknownTagSets() {
-  static Counter& c = Metrics::Get().GetCounter(
+  Counter& unknown_tag_sets = Metrics::Get().GetCounter(
       "ringprof_tag_sets_unknown_total",
       "Samples naming a tag set whose definition was not read (lost in the "
       "ring, or read after the sample); they go without their tags.");
-  return c;
+};
+
+FileMetrics& metrics() {
+  static FileMetrics* const m = new FileMetrics();
+  return *m;
 }
 
 }  // namespace
@@ -65,7 +64,7 @@ bool TagLabeler::Define(
     AdmittedLabel tag = AdmitUntrustedLabel(key, value, labels, reserved_);
     if (!tag.refused.empty()) {
       ++stats_.labels_dropped;
-      TagLabelsDropped().Add(1);
+      metrics().tag_labels_dropped.Add(1);
       LogWarningLimited(
           "tag-label",
           absl::StrFormat("pid %u: tag %s left out of its samples (%s)", pid_,
@@ -85,7 +84,7 @@ std::string TagLabeler::Budgeted(const std::string& name, std::string value) {
   if (seen.contains(value)) return value;
   if (seen.size() >= max_tag_values_) {
     ++stats_.values_folded;
-    TagValuesFolded().Add(1);
+    metrics().tag_values_folded.Add(1);
     return kOtherTagValue;
   }
   seen.insert(value);
@@ -99,7 +98,7 @@ uint32_t TagLabeler::LabelsFor(uint32_t tag_set, uint64_t span_id) {
     // Its TagSet record was lost or is yet to come (the emitter re-sends it
     // within seconds): this sample goes without its tags.
     ++stats_.unknown_sets;
-    UnknownTagSets().Add(1);
+    metrics().unknown_tag_sets.Add(1);
     tag_set = 0;
     if (span_id == 0) return 0;
   }

@@ -44,59 +44,43 @@ namespace ringprof {
 namespace collector {
 namespace {
 
-// Distinct addresses (per module) that resolved to nothing: exported on
-// /metrics; each is counted once, as the result is cached.
-Counter& MissesMetric() {
-  static Counter& counter = Metrics::Get().GetCounter(
+// This file's metrics, registered together on first use.
+struct FileMetrics {
+  // Distinct addresses (per module) that resolved to nothing: exported on
+  // /metrics; each is counted once, as the result is cached.
+  Counter& misses = Metrics::Get().GetCounter(
       "ringprof_symbolization_misses_total",
       "Distinct addresses that resolved to no function (shown as "
       "module+0xoffset).");
-  return counter;
-}
-Counter& ResolvedMetric() {
-  static Counter& counter = Metrics::Get().GetCounter(
+  Counter& resolved = Metrics::Get().GetCounter(
       "ringprof_symbolizer_addresses_resolved_total",
       "Distinct addresses resolved to at least one function.");
-  return counter;
-}
-Counter& RejectedMetric() {
-  static Counter& counter = Metrics::Get().GetCounter(
+  Counter& rejected = Metrics::Get().GetCounter(
       "ringprof_symbolizer_files_rejected_total",
       "Module and debug files not used: not a regular file, over "
       "--symbols-max-file-mib, not a sound ELF, or another build-id.");
-  return counter;
-}
-Counter& RootsDeniedMetric() {
-  static Counter& counter = Metrics::Get().GetCounter(
+  Counter& roots_denied = Metrics::Get().GetCounter(
       "ringprof_symbolizer_roots_denied_total",
       "Opens of a process's /proc/<pid>/root refused (permission denied): "
       "its binaries can be found by build-id only.");
-  return counter;
-}
-Counter& FilesDeniedMetric() {
-  static Counter& counter = Metrics::Get().GetCounter(
+  Counter& files_denied = Metrics::Get().GetCounter(
       "ringprof_symbolizer_files_denied_total",
       "Workload binaries the collector may not read (permission denied).");
-  return counter;
-}
-Counter& EvictionsMetric() {
-  static Counter& counter = Metrics::Get().GetCounter(
+  Counter& evictions = Metrics::Get().GetCounter(
       "ringprof_symbolizer_evictions_total",
       "Modules dropped from the symbolizer cache to stay within "
       "--symbols-cache-mib.");
-  return counter;
-}
-Gauge& CacheBytesMetric() {
-  static Gauge& gauge = Metrics::Get().GetGauge(
+  Gauge& cache_bytes = Metrics::Get().GetGauge(
       "ringprof_symbolizer_cache_bytes",
       "Estimated memory held by symbol indexes, DWARF and cached results.");
-  return gauge;
-}
-Gauge& ModulesMetric() {
-  static Gauge& gauge = Metrics::Get().GetGauge(
+  Gauge& modules = Metrics::Get().GetGauge(
       "ringprof_symbolizer_modules",
       "Modules (by build-id) indexed in the symbolizer cache.");
-  return gauge;
+};
+
+FileMetrics& metrics() {
+  static FileMetrics* const m = new FileMetrics();
+  return *m;
 }
 
 // A build-id becomes part of file names (.build-id/ab/cdef...): only
@@ -491,10 +475,10 @@ class ElfSymbolizer final : public Symbolizer {
       }
       if (resolved.empty()) {
         ++stats_.addresses_unresolved;
-        MissesMetric().Add(1);
+        metrics().misses.Add(1);
       } else {
         ++stats_.addresses_resolved;
-        ResolvedMetric().Add(1);
+        metrics().resolved.Add(1);
       }
       std::vector<PooledFrame> pooled;
       pooled.reserve(resolved.size());
@@ -541,8 +525,8 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   void UpdateGauges() const {
-    CacheBytesMetric().Set(static_cast<double>(total_bytes_));
-    ModulesMetric().Set(static_cast<double>(modules_.size()));
+    metrics().cache_bytes.Set(static_cast<double>(total_bytes_));
+    metrics().modules.Set(static_cast<double>(modules_.size()));
   }
 
   // Drops least recently used modules, never `keep`, until the estimate is
@@ -554,7 +538,7 @@ class ElfSymbolizer final : public Symbolizer {
       lru_.pop_back();
       total_bytes_ -= victim->bytes;
       ++stats_.modules_evicted;
-      EvictionsMetric().Add(1);
+      metrics().evictions.Add(1);
       modules_.erase(victim->key);
     }
     UpdateGauges();
@@ -565,7 +549,7 @@ class ElfSymbolizer final : public Symbolizer {
   void NoteRootFailure(uint32_t pid, const absl::Status& status) {
     if (!absl::IsPermissionDenied(status)) return;  // e.g. the process is gone
     ++stats_.roots_denied;
-    RootsDeniedMetric().Add(1);
+    metrics().roots_denied.Add(1);
     if (warned_root_denied_) return;
     warned_root_denied_ = true;
     LogWarning(absl::StrCat(
@@ -581,7 +565,7 @@ class ElfSymbolizer final : public Symbolizer {
 
   void NoteFileDenied(uint32_t pid, const std::string& path) {
     ++stats_.files_denied;
-    FilesDeniedMetric().Add(1);
+    metrics().files_denied.Add(1);
     if (warned_file_denied_) return;
     warned_file_denied_ = true;
     LogWarning(absl::StrCat(
@@ -617,7 +601,7 @@ class ElfSymbolizer final : public Symbolizer {
 
   void Reject() {
     ++stats_.files_rejected;
-    RejectedMetric().Add(1);
+    metrics().rejected.Add(1);
   }
 
   // A workload path, resolved inside the process's root.
