@@ -50,10 +50,10 @@ ABSL_FLAG(std::string, otlp_spool_dir, "",
 ABSL_FLAG(std::string, otlp_service_name, "",
           "service.name of the OTLP resource; default --application-name, "
           "else the emitter's service name [OTEL_SERVICE_NAME]");
-ABSL_FLAG(bool, otlp_process_pid, true,
-          "send process.pid as a resource attribute (Pyroscope v2 makes it "
-          "a series label: one series per process) "
-          "[RINGPROF_OTLP_PROCESS_PID]");
+ABSL_FLAG(bool, otlp_process_pid, false,
+          "send process.pid as a resource attribute; Pyroscope v2.2.1 makes "
+          "it a series label (one series per process) and refuses it "
+          "behind an OpenTelemetry Collector [RINGPROF_OTLP_PROCESS_PID]");
 ABSL_FLAG(std::string, otlp_resource_attributes, "",
           "extra resource attributes, key=value,..., percent-encoded values, "
           "e.g. service.version=1.4,deployment.environment.name=prod "

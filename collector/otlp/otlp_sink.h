@@ -38,10 +38,12 @@ struct OtlpSinkOptions {
   // Added to every resource (OTEL_RESOURCE_ATTRIBUTES) where the collector
   // has not set the key itself.
   Attributes resource_attributes;
-  // process.pid in the resource. Pyroscope v2.2.1 makes every string or int
-  // resource attribute a series label, so this is one series per process
-  // there.
-  bool process_pid = true;
+  // process.pid in the resource. Off by default, as the Pyroscope sink's
+  // pid label: Pyroscope v2.2.1 makes every string or int resource
+  // attribute a series label (one series per process), and behind an
+  // OpenTelemetry Collector, which re-encodes attribute keys as dictionary
+  // references, it reads the key as empty and refuses the request.
+  bool process_pid = false;
 };
 
 absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(

@@ -53,6 +53,7 @@ OtlpSinkOptions Options(const Receiver& r) {
   o.queue.labels.tags = {{"env", "test"}};
   o.queue.labels.host_labels = {{"hostname", "testhost"}};
   o.resource_attributes = {{"service.version", "1.2.3"}};
+  o.process_pid = true;
   return o;
 }
 
@@ -167,12 +168,12 @@ TEST(OtlpSinkTest, RefusalsAreRetriedAndRejectionsCounted) {
   EXPECT_EQ(accepted[1].time_nanos, AlignedWindowStartNs(1));
 }
 
-TEST(OtlpSinkTest, UncompressedAndWithoutPidWhenAsked) {
+TEST(OtlpSinkTest, UncompressedAndWithoutPidByDefault) {
   auto receiver = StartReceiver();
   ASSERT_NE(receiver, nullptr);
   OtlpSinkOptions options = Options(*receiver);
   options.queue.upload.gzip_body = false;
-  options.process_pid = false;
+  options.process_pid = OtlpSinkOptions().process_pid;
   auto sink = MakeSink(options);
   ASSERT_NE(sink, nullptr);
   Submit(*sink, "process_cpu", AlignedWindowStartNs(1));
