@@ -6,12 +6,14 @@
 // CLOCK_MONOTONIC). SampleClockInit runs once, from the library constructor.
 //
 // Why not always clock_gettime: natively it is a vDSO call (~20 ns), but
-// where the vDSO cannot read the clock it falls back to a system call, and in
-// gVisor (whose vDSO falls back on this kind of host) every system call is a
-// round trip through the sandbox's kernel: ~10-20 us of wall time and ~45 us
-// of host CPU (sentry + ptrace stub) per read, measured in tools/bench
-// gvisor. The allocation sampler reads the clock once per sample, thousands
-// of times per second on an allocation-heavy thread.
+// where the vDSO cannot read the clock it falls back to a system call. In
+// gVisor that happens during a sandbox's first ~1 s, until the sandbox has
+// calibrated its clock (afterwards its vDSO reads it in ~40 ns), and a
+// system call there is a round trip through the sandbox's kernel: ~45 us of
+// host CPU on the ptrace platform (tools/bench gvisor). The allocation
+// sampler reads the clock once per sample, thousands of times per second on
+// an allocation-heavy thread. (gVisor does not report an invariant TSC, so
+// there the TSC path below is not taken.)
 //
 // So SampleClockInit measures the clock. When a read costs more than a
 // system call should (kSlowClockNs) and the CPU has an invariant TSC that
