@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "emitter/environment_facts.h"
 #include "emitter/free_tracker.h"
 #include "emitter/live_set.h"
 #include "emitter/module_map.h"
@@ -128,7 +129,8 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   if (hook != nullptr) hook(frames, frame_count, truncated, decision.now_ns);
 
   FlushLostSamples();
-  MaybeReemitModules(decision.now_ns);
+  // The environment facts go with each copy of the module map.
+  if (MaybeReemitModules(decision.now_ns)) EmitEnvironmentFacts();
   MaybeSweepLiveSet(decision.now_ns);
 }
 

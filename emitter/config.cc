@@ -203,6 +203,11 @@ void ReportToStderr(const char* line) {
   }
 }
 
+bool LogToStderrInEnvironment(EnvLookup lookup) {
+  const char* text = lookup("RINGPROF_LOG");
+  return text != nullptr && strcmp(text, "stderr") == 0;
+}
+
 bool DisabledInEnvironment(EnvLookup lookup) {
   const char* text = lookup("RINGPROF_DISABLE");
   return text != nullptr &&
@@ -221,6 +226,14 @@ void LoadConfig(EnvLookup lookup, ReportLine report,
                  strcmp(text, "false") == 0 || strcmp(text, "no") == 0)) {
       ReportBad(report, "RINGPROF_DISABLE", text, "1/true/yes or 0/false/no",
                 "0 (enabled)");
+    }
+  }
+
+  if (const char* text = lookup("RINGPROF_LOG")) {
+    if (strcmp(text, "stderr") == 0) {
+      config->log_stderr = true;
+    } else if (!(text[0] == '\0' || strcmp(text, "off") == 0)) {
+      ReportBad(report, "RINGPROF_LOG", text, "stderr or off", "off");
     }
   }
 

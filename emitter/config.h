@@ -60,6 +60,9 @@ struct Config {
   // [0, 10^12].
   int64_t mutex_sample_ns = 1'000'000;
   int64_t block_sample_ns = 1'000'000;
+  // RINGPROF_LOG=stderr: diagnostics (environment facts) on stderr too;
+  // `off` (default): the emitter prints nothing but configuration errors.
+  bool log_stderr = false;
 };
 
 // Returns the value of an environment variable or nullptr.
@@ -99,6 +102,17 @@ void LoadCpuTimerConfig(EnvLookup lookup, ReportLine report,
 
 // Writes `line` to stderr with write(2) (no stdio, no allocation).
 void ReportToStderr(const char* line);
+
+// RINGPROF_LOG=stderr, as LoadConfig reads it (silently).
+bool LogToStderrInEnvironment(EnvLookup lookup);
+
+// A configuration error (a bad RINGPROF_* value, a ring directory the
+// process cannot use), printed once per process tree: not by a process
+// whose parent runs with the same LD_PRELOAD and RINGPROF_* settings (it
+// printed the same line, or will), unless RINGPROF_LOG=stderr. Reads
+// /proc/<ppid>/environ (system calls only, no allocation; the parent's
+// environment as it was exec'd). (config_errors.cc)
+void ReportConfigError(const char* line);
 
 }  // namespace emitter
 }  // namespace ringprof

@@ -30,14 +30,11 @@
 
 #include "emitter/config.h"
 #include "emitter/fork_child.h"
+#include "emitter/libc_imports.h"
 #include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
 #include "emitter/stderr_line.h"
 #include "ringfile/format.h"
-
-// glibc's own name for sigaction; the fallback when dlsym cannot find the
-// next definition.
-extern "C" int __sigaction(int, const struct sigaction*, struct sigaction*);
 
 namespace ringprof {
 namespace emitter {
@@ -221,13 +218,19 @@ int64_t ThreadCpuNs() {
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 std::atomic<SigactionFn> g_next_sigaction{nullptr};
 
+int NoSigaction(int, const struct sigaction*, struct sigaction*) {
+  errno = ENOSYS;
+  return -1;
+}
+
 SigactionFn NextSigaction() {
   SigactionFn next = g_next_sigaction.load(std::memory_order_acquire);
   if (next == nullptr) {
     // RTLD_NEXT keeps whatever sits between us and libc (a sanitizer
     // runtime, another preload) in the chain.
     next = reinterpret_cast<SigactionFn>(NextSymbol("sigaction"));
-    if (next == nullptr) next = &__sigaction;
+    if (next == nullptr) next = __sigaction;  // glibc's name (weak)
+    if (next == nullptr) next = NoSigaction;
     g_next_sigaction.store(next, std::memory_order_release);
   }
   return next;
@@ -505,13 +508,10 @@ int ReserveSlot(pid_t tid) {
 
 void ReportArmFailureOnce(const char* what, int error) {
   if (g_reported_arm_failure.exchange(true)) return;
-  StderrLine()
-      .Add("ringprof: CPU-timer sampling misses some threads: ")
-      .Add(what)
-      .Add(" (errno ")
-      .AddInt(error)
-      .Add(")")
-      .Write();
+  StderrLine line;
+  line.Add(what).Add(" (errno ").AddInt(error).Add(")");
+  NoteEnvironmentFact(ringfile::EnvironmentFactKind::kCpuTimerMissesThreads,
+                      line.c_str());
 }
 
 // A thread the sampler cannot sample. Its CPU time is still accounted when
@@ -659,13 +659,14 @@ void RestoreDisposition() {
 void BackOff(int signo) {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   if (!g_reported_backoff.exchange(true)) {
-    StderrLine()
-        .Add("ringprof: the application uses signal ")
+    StderrLine line;
+    line.Add("the application uses signal ")
         .AddInt(signo)
         .Add(
-            "; CPU-timer sampling stopped (set RINGPROF_CPU_SIGNAL to "
-            "another real-time signal)")
-        .Write();
+            "; stopped (set RINGPROF_CPU_SIGNAL to another real-time "
+            "signal)");
+    NoteEnvironmentFact(ringfile::EnvironmentFactKind::kCpuTimerOff,
+                        line.c_str());
   }
   CpuTimerShutdown();
   // This thread's mask becomes what the application set. (Other threads
@@ -696,7 +697,7 @@ void CpuTimerInit() {
   CpuTimerConfig config;
   LoadCpuTimerConfig(
       [](const char* name) -> const char* { return getenv(name); },
-      ReportToStderr, &config);
+      ReportConfigError, &config);
   const int hz = config.hz;
   g_signal = config.signal;
   if (hz == 0 || !Enabled()) return;
@@ -710,13 +711,12 @@ void CpuTimerInit() {
                                ? current.sa_sigaction != nullptr
                                : current.sa_handler != SIG_DFL;
   if (has_handler) {
-    StderrLine()
-        .Add("ringprof: signal ")
-        .AddInt(g_signal)
-        .Add(
-            " is already handled by the application; CPU-timer sampling "
-            "off (set RINGPROF_CPU_SIGNAL to another real-time signal)")
-        .Write();
+    StderrLine line;
+    line.Add("signal ").AddInt(g_signal).Add(
+        " is already handled by the application (set "
+        "RINGPROF_CPU_SIGNAL to another real-time signal)");
+    NoteEnvironmentFact(ringfile::EnvironmentFactKind::kCpuTimerOff,
+                        line.c_str());
     return;
   }
   g_app_disposition = current;

@@ -17,7 +17,12 @@ EMITTER_COPTS = [
 # symbol versions (glibc_compat.h, force-included in every file).
 NO_SANITIZER = ["-fno-sanitize=all"]
 
-PRELOAD = NO_SANITIZER + ["-include emitter/glibc_compat.h"]
+# Also never fortified: -c opt's _FORTIFY_SOURCE turns calls like strncat
+# into glibc's __strncat_chk, which musl lacks (libc_imports.h).
+PRELOAD = NO_SANITIZER + [
+    "-U_FORTIFY_SOURCE",
+    "-include emitter/glibc_compat.h",
+]
 
 def emitter_library(
         name,
@@ -40,8 +45,8 @@ def emitter_library(
       preload_deps: dependencies of `name`_preload only.
     """
     for suffix, extra, variant_deps in [
-        ("", [], test_deps),
-        ("_preload", PRELOAD, [":glibc_compat"] + preload_deps),
+        ("", [], [":libc_imports"] + test_deps),
+        ("_preload", PRELOAD, [":glibc_compat", ":libc_imports"] + preload_deps),
     ]:
         native.cc_library(
             name = name + suffix,

@@ -1,8 +1,8 @@
 #include "emitter/libc_features.h"
 
 #include <dlfcn.h>
-#include <gnu/libc-version.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -10,8 +10,8 @@
 
 #include "emitter/cfi_unwinder.h"
 #include "emitter/config.h"
+#include "emitter/libc_imports.h"
 #include "emitter/loaded_symbols.h"
-#include "emitter/stderr_line.h"
 
 namespace ringprof {
 namespace emitter {
@@ -26,6 +26,8 @@ StrerrorNameFn g_strerrorname_np = nullptr;
 LibgccUnwinder g_libgcc = {};
 // False when libgcc_s.so.1 was not loaded and not opened on purpose.
 bool g_libgcc_looked_for = false;
+// glibc's __libc_stack_end (its address), or null.
+void** g_libc_stack_end = nullptr;
 
 // Without _dl_find_object: the objects loaded before the emitter started,
 // whole mapped span and .eh_frame_hdr. Filled at load, before any reader
@@ -186,8 +188,11 @@ __attribute__((constructor(101))) void ResolveLibcFeatures() {
   SymbolRequest requests[] = {
       {"_dl_find_object", SymbolScope::kFirst, "GLIBC_2.35"},
       {"strerrorname_np", SymbolScope::kFirst, "GLIBC_2.32"},
+      // glibc's loader's; not imported (it would make ld.so a dependency).
+      {"__libc_stack_end", SymbolScope::kFirst, "GLIBC_2.2.5"},
   };
-  LookUpSymbols(requests, 2);
+  LookUpSymbols(requests, 3);
+  g_libc_stack_end = static_cast<void**>(requests[2].address);
   g_resolved_dl_find_object =
       reinterpret_cast<DlFindObjectFn>(requests[0].address);
   g_dl_find_object = g_resolved_dl_find_object;
@@ -212,6 +217,27 @@ const char* ErrnoName(int error) {
 
 const LibgccUnwinder& Libgcc() { return g_libgcc; }
 
+uintptr_t InitialStackTop() {
+  // argv, envp and their strings live just above either address.
+  constexpr uintptr_t kAbove = 4096;
+  if (g_libc_stack_end != nullptr) {
+    return reinterpret_cast<uintptr_t>(*g_libc_stack_end) + kAbove;
+  }
+  // musl: the environment vector the kernel put on the stack, right above
+  // argc and argv (before any constructor of the program could replace
+  // `environ`). Kept below the page holding its first string, the top of
+  // the stack mapping being at or above it.
+  if (environ == nullptr) return 0;
+  const uintptr_t vector = reinterpret_cast<uintptr_t>(environ);
+  uintptr_t top = vector + kAbove;
+  if (environ[0] != nullptr) {
+    const uintptr_t string_page =
+        (reinterpret_cast<uintptr_t>(environ[0]) + kAbove) & ~(kAbove - 1);
+    if (string_page > vector && string_page < top) top = string_page;
+  }
+  return top;
+}
+
 bool LibgccIsSignalSafe() { return HaveDlFindObject(); }
 
 bool ForgetUnloadedStartupObjects() {
@@ -232,21 +258,13 @@ bool ForgetUnloadedStartupObjects() {
   return forgot;
 }
 
-void ReportMissingLibcFeatures(bool cpu_timer_running) {
-  if (!HaveDlFindObject() && cpu_timer_running) {
-    StderrLine line;
-    line.Add("ringprof: glibc ")
-        .Add(gnu_get_libc_version())
-        .Add(
-            " has no _dl_find_object (2.35): CPU-sample stacks stop at the "
-            "first frame in a library loaded after start\n");
-    ReportToStderr(line.c_str());
-  }
-  if (g_libgcc_looked_for && g_libgcc.backtrace == nullptr) {
-    ReportToStderr(
-        "ringprof: libgcc_s.so.1 not found: stacks through code the built-in "
-        "unwinder cannot follow are cut short\n");
-  }
+const char* GlibcVersion() {
+  // gnu_get_libc_version is weak (libc_imports.h): musl has none.
+  return gnu_get_libc_version != nullptr ? gnu_get_libc_version() : nullptr;
+}
+
+bool LibgccMissing() {
+  return g_libgcc_looked_for && g_libgcc.backtrace == nullptr;
 }
 
 void UseDlFindObjectForTest(bool use) {

@@ -27,6 +27,7 @@
 #define RINGPROF_EMITTER_LIBC_FEATURES_H_
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <unwind.h>
 
 namespace ringprof {
@@ -60,6 +61,12 @@ struct LibgccUnwinder {
 };
 const LibgccUnwinder& Libgcc();
 
+// The top of the initial thread's stack for the unwinder's bounds: just
+// above glibc's __libc_stack_end (looked up at load, not imported), or on
+// musl, which has none, above the environment vector; 0 when unknown.
+// Valid once the library's constructors ran; for the initial thread only.
+uintptr_t InitialStackTop();
+
 // Whether libgcc's unwinder may run in a signal handler. It finds objects
 // with _dl_find_object when built for glibc >= 2.35 (GCC >= 12), and with
 // dl_iterate_phdr (the loader's lock; a static cache it updates unlocked)
@@ -67,10 +74,13 @@ const LibgccUnwinder& Libgcc();
 // interrupted it.
 bool LibgccIsSignalSafe();
 
-// At start, once the emitter is on: one line on stderr per missing
-// feature that costs something (_dl_find_object only matters to CPU-timer
-// samples); nothing when nothing is.
-void ReportMissingLibcFeatures(bool cpu_timer_running);
+// glibc's version ("2.36"), or null when the C library is not glibc
+// (musl).
+const char* GlibcVersion();
+
+// True when libgcc_s.so.1 was looked for (opened on purpose) and is
+// missing, so stacks the CFI walker cannot follow are cut short.
+bool LibgccMissing();
 
 // Tests only, with no other thread running: `false` makes the emitter
 // behave as on a glibc without _dl_find_object (FindObject answers from the

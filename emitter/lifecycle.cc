@@ -5,7 +5,8 @@
 //    timer. Allocations before it are forwarded but not sampled.
 //  - Exit: an on_exit handler (it receives the exit status) appends
 //    ProcessEnd and marks the file ended. Registered first, it runs after
-//    the program's own atexit handlers.
+//    the program's own atexit handlers. musl has no on_exit: there a
+//    __cxa_atexit handler does the same with the status unknown (-1).
 //  - Threads: the pthread_create wrapper runs a trampoline in the new thread
 //    that records its stack bounds (stack_capture.cc uses them), starts the
 //    CPU timer and sets a pthread key whose destructor records ThreadExit
@@ -14,7 +15,9 @@
 //    a process that never starts a thread pays nothing for them, and before
 //    glibc 2.34 they live in libpthread.so.0, which the library does not
 //    load (loaded_symbols.h) and only a threaded program has.
-//  - fork: a pthread_atfork child handler gives the child its own session
+//  - fork: a pthread_atfork child handler (glibc: __register_atfork, what
+//    its static pthread_atfork stub calls; musl: pthread_atfork, looked up)
+//    gives the child its own session
 //    (its file is created by its first record) and re-arms the CPU timer.
 //    Registered in the constructor, it runs before handlers the program
 //    registers later. vfork and posix_spawn run no handlers and the emitter
@@ -33,6 +36,7 @@
 #include "emitter/config.h"
 #include "emitter/cpu_timer.h"
 #include "emitter/libc_features.h"
+#include "emitter/libc_imports.h"
 #include "emitter/loaded_symbols.h"
 #include "emitter/next_allocator.h"
 #include "emitter/runtime.h"
@@ -168,18 +172,58 @@ void OnProcessExit(int status, void*) {
   EndSession(status);
 }
 
+void OnProcessExitStatusUnknown(void*) { OnProcessExit(-1, nullptr); }
+
+extern "C" void* __dso_handle;
+extern "C" int __cxa_atexit(void (*)(void*), void*, void*);
+
+void RegisterExitAndForkHandlers() {
+  if (__register_atfork != nullptr) {
+    __register_atfork(nullptr, nullptr, OnForkChild, &__dso_handle);
+  } else {
+    using AtforkFn = int (*)(void (*)(), void (*)(), void (*)());
+    const auto atfork =
+        reinterpret_cast<AtforkFn>(NextSymbol("pthread_atfork"));
+    if (atfork != nullptr) atfork(nullptr, nullptr, OnForkChild);
+  }
+  if (on_exit != nullptr) {
+    on_exit(OnProcessExit, nullptr);
+  } else {
+    __cxa_atexit(OnProcessExitStatusUnknown, nullptr, &__dso_handle);
+    NoteEnvironmentFact(ringfile::EnvironmentFactKind::kExitStatusUnknown,
+                        nullptr);
+  }
+}
+
 // With another allocator preloaded before libringprof.so, the program's
-// malloc is that allocator's and never reaches the emitter: say so once.
-void WarnIfMallocShadowed() {
+// malloc is that allocator's and never reaches the emitter: an environment
+// fact.
+void NoteIfMallocShadowed() {
   char path[256];
   if (!MallocShadowedBy(path, sizeof(path))) return;
-  char line[512] = "ringprof: malloc comes from ";
-  strncat(line, path, sizeof(line) - strlen(line) - 1);
-  strncat(line,
-          ", loaded before libringprof.so: allocations are not sampled (list "
-          "libringprof.so first in LD_PRELOAD)\n",
-          sizeof(line) - strlen(line) - 1);
-  ReportToStderr(line);
+  NoteEnvironmentFact(ringfile::EnvironmentFactKind::kMallocShadowed, path);
+}
+
+// The C library and each of its missing features that costs something
+// (_dl_find_object only matters to CPU-timer samples): environment facts,
+// never lines on stderr.
+void NoteLibcFacts(bool cpu_timer_running) {
+  using ringfile::EnvironmentFactKind;
+  const char* glibc = GlibcVersion();
+  char libc[64] = "musl";
+  if (glibc != nullptr) {
+    const size_t n = strnlen(glibc, sizeof(libc) - 7);
+    memcpy(libc, "glibc ", 6);
+    memcpy(libc + 6, glibc, n);
+    libc[6 + n] = '\0';
+  }
+  NoteEnvironmentFact(EnvironmentFactKind::kLibc, libc);
+  if (!HaveDlFindObject() && cpu_timer_running && glibc != nullptr) {
+    NoteEnvironmentFact(EnvironmentFactKind::kNoDlFindObject, glibc);
+  }
+  if (LibgccMissing()) {
+    NoteEnvironmentFact(EnvironmentFactKind::kNoLibgcc, nullptr);
+  }
 }
 
 __attribute__((constructor)) void StartEmitter() {
@@ -189,12 +233,11 @@ __attribute__((constructor)) void StartEmitter() {
   if (!Enabled()) return;
   StartWaitProfiles(SessionConfig().mutex_sample_ns,
                     SessionConfig().block_sample_ns);
-  if (!TakeOverShadowedAllocator()) WarnIfMallocShadowed();
-  pthread_atfork(nullptr, nullptr, OnForkChild);
-  on_exit(OnProcessExit, nullptr);
+  if (!TakeOverShadowedAllocator()) NoteIfMallocShadowed();
+  RegisterExitAndForkHandlers();
   CpuTimerInit();
   if (GetCpuTimerStats().running) DisableTimingSamples();
-  ReportMissingLibcFeatures(GetCpuTimerStats().running);
+  NoteLibcFacts(GetCpuTimerStats().running);
 }
 
 }  // namespace

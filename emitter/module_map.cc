@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <link.h>
 #include <sched.h>
+#include <sys/auxv.h>
 
 #include <atomic>
 #include <cstddef>
@@ -193,11 +194,31 @@ void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
   }
 }
 
+// The vDSO's name as glibc's loader gives it; musl's gives "".
+constexpr char kVdsoName[] = "linux-vdso.so.1";
+
+// Whether the object's program headers are those the kernel mapped: the
+// main program's (AT_PHDR) or the vDSO's (in its first page, AT_SYSINFO_EHDR).
+bool IsMainProgram(const dl_phdr_info& info) {
+  return reinterpret_cast<uintptr_t>(info.dlpi_phdr) == getauxval(AT_PHDR);
+}
+bool IsVdso(const dl_phdr_info& info) {
+  const uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
+  return vdso != 0 && reinterpret_cast<uintptr_t>(info.dlpi_phdr) - vdso < 4096;
+}
+
 int OnLoadedObject(struct dl_phdr_info* info, size_t, void* data) {
   int& index = *static_cast<int*>(data);
   const bool is_main = index++ == 0;
   const char* path = info->dlpi_name;
-  if (path == nullptr || path[0] == '\0') {
+  // glibc names the main program "" and the vDSO linux-vdso.so.1; musl
+  // names the main program by argv[0] (relative, or any name a caller
+  // chose) and the vDSO "": both named here as on glibc.
+  if (is_main && IsMainProgram(*info)) {
+    path = ExecutablePath();
+  } else if ((path == nullptr || path[0] == '\0') && IsVdso(*info)) {
+    path = kVdsoName;
+  } else if (path == nullptr || path[0] == '\0') {
     if (!is_main) return 0;  // nameless non-main objects: nothing to find
     path = ExecutablePath();
   }
@@ -333,25 +354,26 @@ void ResetModuleMapAfterFork() {
   StoreIfDifferent(g_reemit_interval_ns, kFirstReemitIntervalNs);
 }
 
-void MaybeReemitModules(uint64_t now_ns) {
+bool MaybeReemitModules(uint64_t now_ns) {
   uint64_t last = g_last_emit_ns.load(std::memory_order_relaxed);
   const uint64_t interval =
       g_reemit_interval_ns.load(std::memory_order_relaxed);
-  if (now_ns < last || now_ns - last < interval) return;
+  if (now_ns < last || now_ns - last < interval) return false;
   // One thread wins the interval; the others go on sampling.
   if (!g_last_emit_ns.compare_exchange_strong(last, now_ns,
                                               std::memory_order_relaxed)) {
-    return;
+    return false;
   }
   if (interval < kReemitIntervalNs) {
     g_reemit_interval_ns.store(
         interval * 2 < kReemitIntervalNs ? interval * 2 : kReemitIntervalNs,
         std::memory_order_relaxed);
   }
-  if (!TryLock()) return;
+  if (!TryLock()) return false;
   DropUnloadedLocked();
   EmitAllLocked();
   Unlock();
+  return true;
 }
 
 }  // namespace emitter

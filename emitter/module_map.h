@@ -70,8 +70,8 @@ void ResetModuleMapAfterFork();
 
 // From the sampled path: at growing intervals (kFirstReemitIntervalNs
 // doubling up to kReemitIntervalNs), drops unloaded objects and re-records
-// the table. Does nothing when another thread is at it.
-void MaybeReemitModules(uint64_t now_ns);
+// the table; true when it did. Does nothing when another thread is at it.
+bool MaybeReemitModules(uint64_t now_ns);
 
 }  // namespace emitter
 }  // namespace ringprof

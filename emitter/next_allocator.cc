@@ -9,18 +9,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emitter/libc_imports.h"
 #include "emitter/live_set.h"
 #include "emitter/loaded_symbols.h"
-
-extern "C" {
-// glibc's own entry points: the last resort when no next object defines
-// the name.
-void* __libc_malloc(size_t size);
-void __libc_free(void* ptr);
-void* __libc_calloc(size_t count, size_t size);
-void* __libc_realloc(void* ptr, size_t size);
-void* __libc_memalign(size_t alignment, size_t size);
-}
 
 namespace ringprof {
 namespace emitter {
@@ -102,6 +93,9 @@ void EmulatedFreeSized(void* ptr, size_t) { g_next.free(ptr); }
 void EmulatedFreeAlignedSized(void* ptr, size_t, size_t) { g_next.free(ptr); }
 
 int EmulatedPosixMemalign(void** result, size_t alignment, size_t size) {
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
+    return EINVAL;
+  }
   void* ptr = g_next.memalign(alignment, size);
   if (ptr == nullptr) return ENOMEM;
   *result = ptr;
@@ -117,12 +111,24 @@ void* EmulatedPvalloc(size_t size) {
   return g_next.memalign(page, (size + page - 1) & ~(page - 1));
 }
 size_t NoUsableSize(void*) { return 0; }
+void* EmulatedCalloc(size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  void* ptr = g_next.malloc(bytes);
+  if (ptr != nullptr) memset(ptr, 0, bytes);
+  return ptr;
+}
 
 // The C allocation API's entries, looked up in one pass (loaded_symbols.h).
 struct CEntry {
   const char* name;
   void** slot;
-  void* fallback;  // when the next objects lack the name
+  // When the next objects lack the name. glibc's __libc_* (weak: null on
+  // musl, whose libc.so always defines the public names).
+  void* fallback;
 };
 
 #define RINGPROF_C_ENTRY(member, fallback)                    \
@@ -212,17 +218,63 @@ void NoteCxxObjects(const SymbolRequest* cxx_requests) {
 
 void ClassifyOperatorNew();
 
+int CEntryIndex(const char* name) {
+  for (int i = 0; i < kCEntryCount; ++i) {
+    if (strcmp(kCEntries[i].name, name) == 0) return i;
+  }
+  return -1;
+}
+
+// Before the table is filled: musl's calloc calls the public malloc, and its
+// memalign, posix_memalign and valloc call the public aligned_alloc: both are
+// interposed, so the emitter would count those bytes twice. Where musl's libc
+// (`libc`) defines them, they are emulated on its malloc and aligned_alloc
+// instead (what musl does itself once malloc is replaced: its calloc then
+// always clears). An allocator linked or preloaded after the emitter keeps its
+// own.
+void AvoidMuslReentry(SymbolRequest* requests, const void* libc) {
+  const auto entry = [&](const char* name) -> SymbolRequest& {
+    return requests[CEntryIndex(name)];
+  };
+  const auto from_libc = [&](const char* name) {
+    return libc != nullptr && entry(name).address != nullptr &&
+           entry(name).object_base == libc;
+  };
+  const auto emulate = [&](const char* name, auto function) {
+    entry(name).address = reinterpret_cast<void*>(function);
+  };
+  if (from_libc("calloc") && from_libc("malloc")) {
+    emulate("calloc", EmulatedCalloc);
+  }
+  if (!from_libc("aligned_alloc")) return;
+  if (from_libc("memalign")) {
+    entry("memalign").address = entry("aligned_alloc").address;
+  }
+  if (from_libc("posix_memalign")) {
+    emulate("posix_memalign", EmulatedPosixMemalign);
+  }
+  if (from_libc("valloc")) emulate("valloc", EmulatedValloc);
+}
+
 void ResolveAll() {
   // Nothing reads g_next before g_next_ready is set, but for the stubs'
   // four slots: each is one aligned pointer, stored once.
-  SymbolRequest requests[kCEntryCount + kCxxEntryCount];
+  // The C library's object (for AvoidMuslReentry), after the entries.
+  SymbolRequest requests[kCEntryCount + kCxxEntryCount + 1];
   for (int i = 0; i < kCEntryCount; ++i) {
     requests[i] = {kCEntries[i].name, SymbolScope::kNext};
   }
   for (int i = 0; i < kCxxEntryCount; ++i) {
     requests[kCEntryCount + i] = {kCxxEntries[i].name, SymbolScope::kNext};
   }
-  LookUpSymbols(requests, kCEntryCount + kCxxEntryCount);
+  requests[kCEntryCount + kCxxEntryCount] = {"__libc_start_main",
+                                             SymbolScope::kNext};
+  LookUpSymbols(requests, kCEntryCount + kCxxEntryCount + 1);
+  // gnu_get_libc_version is weak (libc_imports.h): null on musl.
+  if (gnu_get_libc_version == nullptr) {
+    AvoidMuslReentry(requests,
+                     requests[kCEntryCount + kCxxEntryCount].object_base);
+  }
   for (int i = 0; i < kCEntryCount; ++i) {
     *kCEntries[i].slot = requests[i].address != nullptr ? requests[i].address
                                                         : kCEntries[i].fallback;

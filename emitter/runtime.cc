@@ -21,6 +21,7 @@
 #include <new>
 
 #include "emitter/config.h"
+#include "emitter/environment_facts.h"
 #include "emitter/fork_child.h"
 #include "emitter/free_tracker.h"
 #include "emitter/libc_features.h"
@@ -33,9 +34,6 @@
 #include "emitter/thread_state.h"
 #include "ringfile/format.h"
 #include "ringfile/writer.h"
-
-// The initial thread's stack top, set by the dynamic loader (glibc).
-extern "C" void* __libc_stack_end;
 
 namespace ringprof {
 namespace emitter {
@@ -254,7 +252,7 @@ void ReportCreateFailure(int error) {
     line.Add("error ").AddNumber(static_cast<uint64_t>(error));
   }
   line.Add("); profiling is off for this process\n");
-  ReportToStderr(line.c_str());
+  ReportConfigError(line.c_str());
 }
 
 // Opens the session's ring file; false (reported) when it cannot.
@@ -279,11 +277,10 @@ void ConfigureSampler() {
 const char* LookupEnv(const char* name) { return getenv(name); }
 
 void RecordMainThreadStack() {
-  // The initial thread's stack: [rsp now, __libc_stack_end] is the part in
-  // use, and the stack only grows down from there; the low end is bounded
-  // by RLIMIT_STACK but we only need the top to stop runaway unwinds.
-  tls_thread_state.stack_high = reinterpret_cast<uintptr_t>(__libc_stack_end) +
-                                4096;  // argv/envp live just above
+  // The initial thread's stack: [rsp now, its top] is the part in use, and
+  // the stack only grows down from there; the low end is bounded by
+  // RLIMIT_STACK but we only need the top to stop runaway unwinds.
+  tls_thread_state.stack_high = InitialStackTop();
   tls_thread_state.stack_low = 0;
 }
 
@@ -309,6 +306,7 @@ bool CreatesRing(ringfile::RecordType type) {
     case ringfile::RecordType::kModuleUnmap:
     case ringfile::RecordType::kThreadExit:
     case ringfile::RecordType::kProcessEnd:
+    case ringfile::RecordType::kEnvironmentFact:
       return false;
     default:
       return true;
@@ -334,6 +332,7 @@ bool OpenPendingRing() {
   g_ring_opening.fetch_sub(1, std::memory_order_acq_rel);
   if (!opened) return false;
   if (!TryEmitAllModules()) RequestModuleReemit();
+  EmitEnvironmentFacts();
   return true;
 }
 
@@ -427,11 +426,12 @@ void StartSession() {
   const bool have_invocation_name =
       program_invocation_name != nullptr && *program_invocation_name != '\0';
   if (!have_invocation_name) ReadExecutablePath();
-  LoadConfig(LookupEnv, ReportToStderr,
+  LoadConfig(LookupEnv, ReportConfigError,
              have_invocation_name ? program_invocation_name : g_executable,
              &g_config);
   if (g_config.disabled) return;
   AllowAnyPtracerIfConfigured();
+  SetDiagnosticsToStderr(g_config.log_stderr);
   if (have_invocation_name) ReadExecutablePath();
   SampleClockInit();
   ConfigureSampler();

@@ -89,6 +89,13 @@ using AllocationStackHook = void (*)(const uint64_t* frames, int count,
                                      bool truncated, uint64_t now_ns);
 void SetAllocationStackHook(AllocationStackHook hook);
 
+// Records a fact about the process's environment (FORMAT.md §5.4) instead
+// of printing it: `detail` may be null, is truncated to 128 bytes; the same
+// kind and detail noted again is ignored. Written at once when the ring file
+// exists, otherwise when it is created (environment_facts.h).
+void NoteEnvironmentFact(ringfile::EnvironmentFactKind kind,
+                         const char* detail);
+
 // Slots of all rings of this process's file (0 before it exists).
 uint32_t RingSlots();
 

@@ -130,27 +130,26 @@ inline constexpr uint64_t kCommittedSequence(uint64_t index) {
 }
 
 enum class RecordType : uint32_t {
-  kAllocSample = 1,    // AllocSample + frames
-  kFreeSampled = 2,    // FreeSampled
-  kCpuSample = 3,      // CpuSample + frames
-  kModuleMap = 4,      // ModuleMap + path bytes
-  kModuleUnmap = 5,    // ModuleUnmap
-  kThreadName = 6,     // ThreadName + name bytes
-  kLabel = 7,          // Label + key bytes + value bytes
-  kLostSamples = 8,    // LostSamples
-  kProcessEnd = 9,     // ProcessEnd
-  kThreadExit = 10,    // ThreadExit
-  kLiveSweepEnd = 11,  // LiveSweepEnd
-  kLiveSample = 12,    // LiveSample + frames
-  kTagSet = 13,        // TagSet + TagSizes[count] + key/value bytes
-  // 14 is reserved (FORMAT.md §8).
-  kWaitSample = 15,  // WaitSample + frames
+  kAllocSample = 1,       // AllocSample + frames
+  kFreeSampled = 2,       // FreeSampled
+  kCpuSample = 3,         // CpuSample + frames
+  kModuleMap = 4,         // ModuleMap + path bytes
+  kModuleUnmap = 5,       // ModuleUnmap
+  kThreadName = 6,        // ThreadName + name bytes
+  kLabel = 7,             // Label + key bytes + value bytes
+  kLostSamples = 8,       // LostSamples
+  kProcessEnd = 9,        // ProcessEnd
+  kThreadExit = 10,       // ThreadExit
+  kLiveSweepEnd = 11,     // LiveSweepEnd
+  kLiveSample = 12,       // LiveSample + frames
+  kTagSet = 13,           // TagSet + TagSizes[count] + key/value bytes
+  kEnvironmentFact = 14,  // EnvironmentFact + detail bytes
+  kWaitSample = 15,       // WaitSample + frames
 };
-// Readers skip (and count) record types above this they do not know, and
-// the reserved ones below it (IsKnownRecordType).
+// Readers skip (and count) record types above this they do not know.
 inline constexpr uint32_t kMaxKnownRecordType = 15;
 inline constexpr bool IsKnownRecordType(uint32_t type) {
-  return type >= 1 && type <= kMaxKnownRecordType && type != 14;
+  return type >= 1 && type <= kMaxKnownRecordType;
 }
 
 // Sample flags.
@@ -240,6 +239,63 @@ struct ThreadName {
   // char name[name_size];
 };
 static_assert(sizeof(ThreadName) == 16, "");
+
+// Something about the process's environment that changes what its
+// profiles can show (an older glibc, musl, a missing unwinder, a sample
+// source switched off), which the emitter records instead of printing it
+// (FORMAT.md §5.4). Written after the file's first ModuleMap records and
+// again with their re-emissions; one record per fact.
+enum class EnvironmentFactKind : uint16_t {
+  kLibc = 1,                   // detail: "glibc 2.36", "musl"
+  kNoDlFindObject = 2,         // detail: the glibc version ("2.31")
+  kNoLibgcc = 3,               // libgcc_s.so.1 not found
+  kMallocShadowed = 4,         // detail: the object whose malloc comes first
+  kExitStatusUnknown = 5,      // no on_exit: ProcessEnd.exit_status is -1
+  kCpuTimerOff = 6,            // detail: why
+  kCpuTimerMissesThreads = 7,  // detail: what failed
+};
+inline constexpr uint16_t kMaxEnvironmentFactKind = 7;
+inline constexpr uint32_t kMaxEnvironmentFactDetailSize = 128;
+struct EnvironmentFact {
+  uint64_t monotonic_ns;
+  uint16_t kind;         // EnvironmentFactKind; readers keep unknown kinds
+  uint16_t detail_size;  // <= kMaxEnvironmentFactDetailSize
+  uint32_t reserved;
+  // char detail[detail_size]; UTF-8, may be empty
+};
+static_assert(sizeof(EnvironmentFact) == 16, "");
+
+// An EnvironmentFactKind's name ("no_dl_find_object") and what it means for
+// the profiles, in one sentence; "unknown" and "" for a kind this header
+// does not know. (The emitter prints them with RINGPROF_LOG=stderr.)
+struct EnvironmentFactDescription {
+  const char* name;
+  const char* meaning;
+};
+inline constexpr EnvironmentFactDescription kEnvironmentFacts[] = {
+    {"unknown", ""},
+    {"libc", "the C library the process runs on"},
+    {"no_dl_find_object",
+     "glibc before 2.35 has no _dl_find_object: CPU-sample stacks stop at the "
+     "first frame in a library loaded after start"},
+    {"no_libgcc",
+     "libgcc_s.so.1 not found: stacks through code the built-in unwinder "
+     "cannot follow are cut short"},
+    {"malloc_shadowed",
+     "malloc comes from an object loaded before libringprof.so: allocations "
+     "are not sampled (list libringprof.so first in LD_PRELOAD)"},
+    {"exit_status_unknown",
+     "the C library has no on_exit: the exit status is not recorded"},
+    {"cpu_timer_off", "CPU-timer sampling is off"},
+    {"cpu_timer_misses_threads", "CPU-timer sampling misses some threads"},
+};
+static_assert(sizeof(kEnvironmentFacts) / sizeof(kEnvironmentFacts[0]) ==
+                  kMaxEnvironmentFactKind + 1,
+              "one description per kind");
+inline const EnvironmentFactDescription& DescribeEnvironmentFact(
+    uint16_t kind) {
+  return kEnvironmentFacts[kind <= kMaxEnvironmentFactKind ? kind : 0];
+}
 
 struct Label {
   uint64_t monotonic_ns;

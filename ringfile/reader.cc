@@ -479,6 +479,8 @@ const char* RecordTypeName(RecordType type) {
       return "TagSet";
     case RecordType::kWaitSample:
       return "WaitSample";
+    case RecordType::kEnvironmentFact:
+      return "EnvironmentFact";
   }
   return "unknown";
 }
@@ -613,6 +615,29 @@ absl::StatusOr<ThreadNameView> DecodeThreadName(const RecordView& record) {
   view.name = absl::string_view(
       reinterpret_cast<const char*>(record.payload.data()) + sizeof(ThreadName),
       tail);
+  return view;
+}
+
+absl::StatusOr<EnvironmentFactView> DecodeEnvironmentFact(
+    const RecordView& record) {
+  EnvironmentFactView view;
+  absl::Status status =
+      DecodeHead(record, RecordType::kEnvironmentFact, view.head);
+  if (!status.ok()) return status;
+  const size_t tail = record.payload.size() - sizeof(EnvironmentFact);
+  if (view.head.detail_size != tail || tail > kMaxEnvironmentFactDetailSize) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "EnvironmentFact: detail_size %u does not match the %u bytes after "
+        "the header (at most %u)",
+        view.head.detail_size, tail, kMaxEnvironmentFactDetailSize));
+  }
+  if (view.head.kind == 0) {
+    return absl::InvalidArgumentError("EnvironmentFact: kind 0");
+  }
+  view.detail =
+      absl::string_view(reinterpret_cast<const char*>(record.payload.data()) +
+                            sizeof(EnvironmentFact),
+                        tail);
   return view;
 }
 

@@ -91,6 +91,11 @@ struct LabelView {
   absl::string_view key;
   absl::string_view value;
 };
+struct EnvironmentFactView {
+  EnvironmentFact head;
+  absl::string_view detail;  // not validated as UTF-8
+};
+
 struct TagSetView {
   TagSet head;
   // Key/value pairs in record order; bytes as written (not checked for
@@ -119,6 +124,8 @@ absl::StatusOr<LiveSampleView> DecodeLiveSample(const RecordView& record);
 absl::StatusOr<TagSetView> DecodeTagSet(const RecordView& record);
 // Also rejects wait_ns or sample_ns of 0 and an unknown kind.
 absl::StatusOr<WaitSampleView> DecodeWaitSample(const RecordView& record);
+absl::StatusOr<EnvironmentFactView> DecodeEnvironmentFact(
+    const RecordView& record);
 
 struct PollOptions {
   // Upper bound of records delivered by one Poll (keeps a call bounded).

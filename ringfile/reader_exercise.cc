@@ -46,6 +46,10 @@ class TouchingHandler : public RecordHandler {
       touched_ += key.size() + value.size();
     }
   }
+  void OnEnvironmentFact(const RecordView&,
+                         const EnvironmentFactView& view) override {
+    touched_ += std::string(view.detail).size();
+  }
 
  private:
   uint64_t touched_ = 0;
@@ -141,6 +145,11 @@ std::string BuildTemplate() {
                    nullptr, 0, 1);
   ProcessEnd end = {};
   writer.TryAppend(RecordType::kProcessEnd, &end, sizeof(end), nullptr, 0, 1);
+  EnvironmentFact fact = {};
+  fact.kind = static_cast<uint16_t>(EnvironmentFactKind::kLibc);
+  fact.detail_size = 4;
+  writer.TryAppend(RecordType::kEnvironmentFact, &fact, sizeof(fact), "musl", 4,
+                   1);
   writer.MarkProcessEnded();
   writer.Close();
 

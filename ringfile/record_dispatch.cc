@@ -52,6 +52,9 @@ absl::Status DispatchRecord(const RecordView& record, RecordHandler& handler) {
       return Deliver(record, handler, DecodeTagSet, &H::OnTagSet);
     case RecordType::kWaitSample:
       return Deliver(record, handler, DecodeWaitSample, &H::OnWaitSample);
+    case RecordType::kEnvironmentFact:
+      return Deliver(record, handler, DecodeEnvironmentFact,
+                     &H::OnEnvironmentFact);
   }
   handler.OnUnknownType(record);
   return absl::InvalidArgumentError(

@@ -51,6 +51,8 @@ class RecordHandler {
   virtual void OnTagSet(const RecordView& record, const TagSetView& tag_set) {}
   virtual void OnWaitSample(const RecordView& record,
                             const WaitSampleView& sample) {}
+  virtual void OnEnvironmentFact(const RecordView& record,
+                                 const EnvironmentFactView& fact) {}
 
   // The record's payload did not decode; `status` (InvalidArgument) names
   // the record type and the bad field.

@@ -139,6 +139,12 @@ class Describer : public RecordHandler {
     line_ = absl::StrFormat("%s TagSet id=%u%s", Time(r.head.monotonic_ns),
                             r.head.id, tags);
   }
+  void OnEnvironmentFact(const RecordView&,
+                         const EnvironmentFactView& r) override {
+    line_ = absl::StrFormat(
+        "%s EnvironmentFact %s %s", Time(r.head.monotonic_ns),
+        DescribeEnvironmentFact(r.head.kind).name, Quoted(r.detail));
+  }
   void OnThreadExit(const RecordView&, const ThreadExit& r) override {
     line_ =
         absl::StrFormat("%s ThreadExit tid=%u", Time(r.monotonic_ns), r.tid);

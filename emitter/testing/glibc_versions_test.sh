@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libringprof.so must load on every glibc >= 2.17: it may import no symbol
-# version newer than GLIBC_2.17 and need no library beyond libc and the
-# dynamic loader, nor functions that older glibc keeps elsewhere: in librt,
+# version newer than GLIBC_2.17 and need no library beyond libc (not even
+# the dynamic loader: musl has no ld-linux-x86-64.so.2), nor functions that older glibc keeps elsewhere: in librt,
 # libutil or libanl, and in libdl or libpthread, which a process does not
 # have loaded unless it uses them itself (the emitter looks those up at run
 # time: emitter/loaded_symbols.h). Checks the built library, and that the
@@ -14,7 +14,7 @@ set -euo pipefail
 
 lib=${1:?libringprof.so}
 max_glibc=2.17
-allowed_needed="libc.so.6 ld-linux-x86-64.so.2"
+allowed_needed="libc.so.6"
 # The pthread_* functions libc.so.6 has exported since glibc 2.2.5 (the rest
 # were libpthread's until 2.34).
 libc_pthread='^pthread_(attr_(destroy|init|[gs]et(detachstate|inheritsched|schedparam|schedpolicy|scope))|cond(attr)?_[a-z]+|equal|exit|[gs]etschedparam|mutex_(destroy|init|lock|unlock)|self|setcancel(state|type))@'

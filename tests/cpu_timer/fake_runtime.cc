@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "emitter/config.h"
 #include "emitter/runtime.h"
 #include "ringfile/format.h"
 
@@ -105,6 +106,17 @@ bool AppendRecord(ringfile::RecordType type, const void* head,
   memcpy(out.frames, tail, frames * sizeof(uint64_t));
   cpu_timer_test::g_committed[index].store(true, std::memory_order_release);
   return true;
+}
+
+// Printed, as the emitter does with RINGPROF_LOG=stderr.
+void NoteEnvironmentFact(ringfile::EnvironmentFactKind kind,
+                         const char* detail) {
+  ReportToStderr("ringprof: ");
+  ReportToStderr(
+      ringfile::DescribeEnvironmentFact(static_cast<uint16_t>(kind)).meaning);
+  ReportToStderr(": ");
+  ReportToStderr(detail != nullptr ? detail : "");
+  ReportToStderr("\n");
 }
 
 uint32_t CurrentTid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }

@@ -130,13 +130,21 @@ echo "    ring files with CPU samples: ${with_samples}"
 run exec_storm exec_storm RINGPROF_CPU_HZ=1000
 
 # 5. The application takes the signal after start: the sampler backs off.
+#    Silently: the fact is in the ring file (EnvironmentFact cpu_timer_off),
+#    on stderr only with RINGPROF_LOG=stderr.
 run backoff backoff RINGPROF_CPU_HZ=100
-grep -q "the application uses signal ${signal}" "${work}/backoff.err" ||
-  fail "backoff: no report on stderr"
+[[ ! -s "${work}/backoff.err" ]] || fail "backoff: stderr is not empty"
+facts=$(for f in "${work}/backoff"/*.ring; do
+  [[ -e ${f} ]] && "${ringdump}" "${f}" | grep EnvironmentFact; done)
+grep -q "cpu_timer_off \"the application uses signal ${signal}" <<<"${facts}" ||
+  fail "backoff: no cpu_timer_off fact in the ring: ${facts}"
+run backoff_logged backoff RINGPROF_CPU_HZ=100 RINGPROF_LOG=stderr
+grep -q "the application uses signal ${signal}" "${work}/backoff_logged.err" ||
+  fail "backoff: no report on stderr with RINGPROF_LOG=stderr"
 
 # 5b. The application uses the signal without a handler (its own timer and
 #     sigwait): it gets all its signals, the sampler backs off.
-run own_sigwait own_sigwait RINGPROF_CPU_HZ=100
+run own_sigwait own_sigwait RINGPROF_CPU_HZ=100 RINGPROF_LOG=stderr
 grep -q "the application uses signal ${signal}" "${work}/own_sigwait.err" ||
   fail "own_sigwait: no report on stderr"
 
@@ -150,7 +158,7 @@ echo "    exceptions_jit: ${n} CPU samples"
 
 # 6. The signal is taken before start (an inherited SIG_IGN): no sampling.
 trap '' "${signal}"
-run preinstalled preinstalled RINGPROF_CPU_HZ=100
+run preinstalled preinstalled RINGPROF_CPU_HZ=100 RINGPROF_LOG=stderr
 trap - "${signal}"
 grep -q "signal ${signal} is already handled" "${work}/preinstalled.err" ||
   fail "preinstalled: no report on stderr"
