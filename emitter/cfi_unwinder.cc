@@ -549,7 +549,22 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
       crossed_signal_frame = true;
       continue;
     }
-    if (rule.kind != Rule::kStep) return fail();
+    if (rule.kind != Rule::kStep) {
+      // musl's libc has no unwind tables and keeps no frame pointer, so rbp
+      // there is still its caller's: where the program keeps frame
+      // pointers, the walk goes on from that frame (losing the caller's own
+      // pc, whose return address sits somewhere in the libc frame).
+      if (!FramePointerFallback() || rbp <= rsp || !in_stack(rbp) ||
+          !in_stack(rbp + 8)) {
+        return fail();
+      }
+      uint64_t next_rbp;
+      memcpy(&next_rbp, reinterpret_cast<const void*>(rbp), 8);
+      memcpy(&pc, reinterpret_cast<const void*>(rbp + 8), 8);
+      rsp = rbp + 16;
+      rbp = next_rbp;
+      continue;
+    }
     const uint64_t cfa = (rule.cfa_from_rbp ? rbp : rsp) + rule.cfa_offset;
     if (cfa <= rsp || !in_stack(cfa - 8)) return fail();
     uint64_t next_pc;

@@ -32,9 +32,9 @@ bool OwnEntry(const char* entry, size_t size) {
   return false;
 }
 
-// Reads the parent's initial environment entry by entry: true when its
-// settings are exactly this process's (each of its entries is one of ours,
-// and it has as many).
+// Reads the parent's initial environment entry by entry: true when it
+// preloads a library and its settings are exactly this process's (each of
+// its entries is one of ours, and it has as many).
 bool ParentSharesSettings() {
   char path[32] = "/proc/";
   char digits[16];
@@ -53,6 +53,7 @@ bool ParentSharesSettings() {
   size_t size = 0;
   bool too_long = false, same = true;
   int settings = 0;
+  bool preloads = false;
   ssize_t got;
   while (same && (got = read(fd, chunk, sizeof(chunk))) > 0) {
     for (ssize_t i = 0; i < got && same; ++i) {
@@ -66,6 +67,7 @@ bool ParentSharesSettings() {
       }
       if (IsSetting(entry, size)) {
         ++settings;
+        preloads = preloads || memcmp(entry, "LD_PRELOAD=", 11) == 0;
         same = !too_long && OwnEntry(entry, size);
       }
       size = 0;
@@ -73,7 +75,7 @@ bool ParentSharesSettings() {
     }
   }
   close(fd);
-  return same && settings > 0 && settings == CountOwnSettings();
+  return same && preloads && settings == CountOwnSettings();
 }
 
 }  // namespace

@@ -263,6 +263,8 @@ const char* GlibcVersion() {
   return gnu_get_libc_version != nullptr ? gnu_get_libc_version() : nullptr;
 }
 
+bool FramePointerFallback() { return gnu_get_libc_version == nullptr; }
+
 bool LibgccMissing() {
   return g_libgcc_looked_for && g_libgcc.backtrace == nullptr;
 }

@@ -78,6 +78,10 @@ bool LibgccIsSignalSafe();
 // (musl).
 const char* GlibcVersion();
 
+// True on musl (not glibc): the CFI walker continues along the frame
+// pointer through code without unwind tables (cfi_unwinder.h).
+bool FramePointerFallback();
+
 // True when libgcc_s.so.1 was looked for (opened on purpose) and is
 // missing, so stacks the CFI walker cannot follow are cut short.
 bool LibgccMissing();
