@@ -14,6 +14,10 @@ namespace ringprof {
 namespace emitter {
 namespace {
 
+// "mov $15, %rax; syscall" (rt_sigreturn): the kernel's signal trampoline.
+constexpr uint8_t kRtSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
+                                    0x00, 0x00, 0x0f, 0x05};
+
 // ---------------------------------------------------------------------------
 // Rules and their cache.
 
@@ -427,8 +431,6 @@ Rule ComputeRule(uint64_t pc) {
     // Only the kernel's trampoline is understood: "mov $15, %rax; syscall"
     // (rt_sigreturn) at the return address, i.e. at pc + 1. The bytes are
     // inside the FDE's range of a loaded object, so readable.
-    static constexpr uint8_t kRtSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
-                                               0x00, 0x00, 0x0f, 0x05};
     if (pc + 1 + sizeof(kRtSigreturn) <= pc_begin + pc_range &&
         memcmp(reinterpret_cast<const void*>(pc + 1), kRtSigreturn,
                sizeof(kRtSigreturn)) == 0) {
@@ -479,6 +481,103 @@ Rule RuleFor(uint64_t pc) {
   return rule;
 }
 
+// Whether the return address `pc` is musl's __restore_rt, which has no
+// unwind table there: the kernel's trampoline bytes at pc, inside an object
+// FindObject knows (so readable).
+bool IsUntabledSigreturn(uint64_t pc) {
+  dl_find_object object;
+  if (FindObject(reinterpret_cast<void*>(pc), &object) != 0) return false;
+  return pc + sizeof(kRtSigreturn) <=
+             reinterpret_cast<uint64_t>(object.dlfo_map_end) &&
+         memcmp(reinterpret_cast<const void*>(pc), kRtSigreturn,
+                sizeof(kRtSigreturn)) == 0;
+}
+
+// Whether the bytes before `address` end in a call instruction: call rel32
+// (e8), call through a register or memory operand (ff /2 in its 2, 3, 6
+// and 7 byte forms).
+bool FollowsCall(uint64_t address) {
+  const auto* code = reinterpret_cast<const uint8_t*>(address);
+  if (code[-5] == 0xe8) return true;
+  static constexpr int kLengths[] = {2, 3, 6, 7};
+  for (int length : kLengths) {
+    if (code[-length] == 0xff && ((code[1 - length] >> 3) & 7) == 2) {
+      return true;
+    }
+  }
+  return false;
+}
+
+constexpr int kScanWords = 256;
+
+// A return address into code with unwind tables, just past a call.
+bool IsReturnAddress(uint64_t value, Rule* rule) {
+  dl_find_object object;
+  // The 7 bytes before it must be on its page (mapped): never read across
+  // a page boundary into what may be a hole between segments.
+  if ((value & 4095) < 7 ||
+      FindObject(reinterpret_cast<void*>(value), &object) != 0 ||
+      object.dlfo_eh_frame == nullptr) {
+    return false;
+  }
+  *rule = RuleFor(value - 1);
+  return (rule->kind == Rule::kStep || rule->kind == Rule::kOutermost) &&
+         FollowsCall(value);
+}
+
+// The nearest word above rsp that is a return address whose frame unwinds
+// one step further to another return address (or is outermost): a stale
+// return address left in the libc frame by an earlier call rarely does.
+// A frame whose CFA is rbp-based needs the program's rbp: the register's
+// value `*rbp` if the libc code left it alone, else one of the words just
+// below the return address, where the libc function's prologue pushed the
+// callee-saved registers; *rbp is updated to the one that fits.
+constexpr int kSavedRegisterWords = 6;
+
+bool ScanForReturnAddress(uint64_t rsp, uint64_t* rbp, uint64_t stack_low,
+                          uint64_t stack_high, uint64_t* slot,
+                          uint64_t* return_address) {
+  const auto in_stack = [&](uint64_t address) {
+    return address >= rsp && address + 8 <= stack_high &&
+           (stack_low == 0 || address >= stack_low);
+  };
+  // Whether the frame of return address slot `at` with `rule` unwinds to
+  // another return address when rbp is `frame`.
+  const auto steps = [&](uint64_t at, const Rule& rule, uint64_t frame) {
+    const uint64_t cfa = (rule.cfa_from_rbp ? frame : at + 8) + rule.cfa_offset;
+    if (cfa <= at + 8 || !in_stack(cfa - 8)) return false;
+    uint64_t next;
+    memcpy(&next, reinterpret_cast<const void*>(cfa - 8), 8);
+    Rule next_rule;
+    return next == 0 || IsReturnAddress(next, &next_rule);
+  };
+  for (int i = 0; i < kScanWords; ++i) {
+    const uint64_t at = rsp + 8 * static_cast<uint64_t>(i);
+    if (!in_stack(at)) break;
+    uint64_t value;
+    memcpy(&value, reinterpret_cast<const void*>(at), 8);
+    Rule rule;
+    if (!IsReturnAddress(value, &rule)) continue;
+    bool fits = rule.kind == Rule::kOutermost || steps(at, rule, *rbp);
+    for (int k = 1; !fits && rule.cfa_from_rbp && k <= kSavedRegisterWords;
+         ++k) {
+      const uint64_t saved_at = at - 8 * static_cast<uint64_t>(k);
+      if (!in_stack(saved_at)) break;
+      uint64_t saved;
+      memcpy(&saved, reinterpret_cast<const void*>(saved_at), 8);
+      if (steps(at, rule, saved)) {
+        *rbp = saved;
+        fits = true;
+      }
+    }
+    if (!fits) continue;
+    *slot = at;
+    *return_address = value;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void FlushUnwindRules() {
@@ -511,6 +610,9 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
   // False for the frame a signal interrupted: its pc is the exact
   // instruction, not a return address.
   bool pc_is_return_address = true;
+  // musl: the words below the return address the last scan found.
+  uint64_t saved_words[kSavedRegisterWords];
+  int saved_count = 0;
   for (int steps = 0; steps < 4096; ++steps) {
     if (pc == 0) return count;
     if (skip > 0) {
@@ -525,7 +627,11 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
     const Rule rule = RuleFor(pc_is_return_address ? pc - 1 : pc);
     pc_is_return_address = true;
     if (rule.kind == Rule::kOutermost) return count;
-    if (rule.kind == Rule::kSignalFrame) {
+    const bool signal_frame =
+        rule.kind == Rule::kSignalFrame ||
+        (rule.kind == Rule::kUnsupported && FramePointerFallback() &&
+         IsUntabledSigreturn(pc));
+    if (signal_frame) {
       // The ucontext_t the kernel pushed starts at the stack pointer.
       constexpr uint64_t kGregs = offsetof(ucontext_t, uc_mcontext.gregs);
       const uint64_t context = rsp;
@@ -550,22 +656,43 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
       continue;
     }
     if (rule.kind != Rule::kStep) {
-      // musl's libc has no unwind tables and keeps no frame pointer, so rbp
-      // there is still its caller's: where the program keeps frame
-      // pointers, the walk goes on from that frame (losing the caller's own
-      // pc, whose return address sits somewhere in the libc frame).
-      if (!FramePointerFallback() || rbp <= rsp || !in_stack(rbp) ||
-          !in_stack(rbp + 8)) {
+      // musl's libc has no unwind tables (nor frame pointers): find the
+      // return address its code was called from, the nearest word above
+      // rsp that points just past a call instruction in code that has
+      // them, and go on from there.
+      if (!FramePointerFallback()) return fail();
+      uint64_t slot = 0;
+      if (!ScanForReturnAddress(rsp, &rbp, stack_low, stack_high, &slot, &pc)) {
         return fail();
       }
-      uint64_t next_rbp;
-      memcpy(&next_rbp, reinterpret_cast<const void*>(rbp), 8);
-      memcpy(&pc, reinterpret_cast<const void*>(rbp + 8), 8);
-      rsp = rbp + 16;
-      rbp = next_rbp;
+      // Where the libc function saved the callee-saved registers: the
+      // program's rbp may be among them, for a later rbp-based frame.
+      saved_count = 0;
+      for (int k = 1; k <= kSavedRegisterWords; ++k) {
+        const uint64_t at = slot - 8 * static_cast<uint64_t>(k);
+        if (!in_stack(at)) break;
+        memcpy(&saved_words[saved_count++], reinterpret_cast<const void*>(at),
+               8);
+      }
+      rsp = slot + 8;
       continue;
     }
-    const uint64_t cfa = (rule.cfa_from_rbp ? rbp : rsp) + rule.cfa_offset;
+    uint64_t cfa = (rule.cfa_from_rbp ? rbp : rsp) + rule.cfa_offset;
+    if (rule.cfa_from_rbp && (cfa <= rsp || !in_stack(cfa - 8))) {
+      // rbp clobbered by libc code without unwind tables (musl): try the
+      // registers it saved.
+      for (int k = 0; k < saved_count; ++k) {
+        const uint64_t candidate = saved_words[k] + rule.cfa_offset;
+        if (candidate <= rsp || !in_stack(candidate - 8)) continue;
+        uint64_t next;
+        memcpy(&next, reinterpret_cast<const void*>(candidate - 8), 8);
+        Rule next_rule;
+        if (next != 0 && !IsReturnAddress(next, &next_rule)) continue;
+        rbp = saved_words[k];
+        cfa = candidate;
+        break;
+      }
+    }
     if (cfa <= rsp || !in_stack(cfa - 8)) return fail();
     uint64_t next_pc;
     memcpy(&next_pc, reinterpret_cast<const void*>(cfa - 8), 8);

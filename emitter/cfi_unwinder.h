@@ -11,6 +11,14 @@
 //  - Also steps through the kernel's signal frame (glibc's __restore_rt,
 //    recognised by its 'S' FDE and its rt_sigreturn instructions) into the
 //    interrupted frame, whose registers are in the pushed ucontext_t.
+//  - On musl only (FramePointerFallback(), libc_features.h): a frame in
+//    code without unwind tables (musl's libc) is left by scanning up to 256
+//    stack words for the return address it was called from (just past a
+//    call instruction in code with unwind tables, whose frame unwinds one
+//    step further), with rbp recovered from the words below it when an
+//    rbp-based frame needs it; musl's untabled __restore_rt is recognised
+//    by its bytes. Reads stay within the stack bounds and, for code bytes,
+//    within the page of a return address FindObject knows.
 //  - Returns -1 whenever a frame needs anything else (CFA expressions,
 //    stack realignment, 64-bit DWARF, unknown augmentations, a stack
 //    address outside [stack_low, stack_high]): the caller then uses

@@ -78,8 +78,9 @@ bool LibgccIsSignalSafe();
 // (musl).
 const char* GlibcVersion();
 
-// True on musl (not glibc): the CFI walker continues along the frame
-// pointer through code without unwind tables (cfi_unwinder.h).
+// True on musl (not glibc): the CFI walker continues through code without
+// unwind tables by finding the return address it was called from
+// (cfi_unwinder.cc, ScanForReturnAddress).
 bool FramePointerFallback();
 
 // True when libgcc_s.so.1 was looked for (opened on purpose) and is

@@ -466,6 +466,7 @@ void EndSession(int exit_status) {
     SweepLiveSetNow();
     TryEmitAllModules();
   }
+  EmitEnvironmentFacts();  // last too: a lapped ring keeps them
   ringfile::ProcessEnd end;
   end.monotonic_ns = MonotonicNowNs();
   end.exit_status = exit_status;

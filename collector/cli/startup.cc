@@ -26,6 +26,7 @@
 #include "collector/cli/startup.h"
 #include "collector/collector.h"
 #include "collector/otlp/otlp_flags.h"
+#include "collector/profile/environment_facts.h"
 #include "collector/shipping/pyroscope_flags.h"
 #include "collector/sink/local_sink.h"
 #include "collector/sink/tee_sink.h"
@@ -51,6 +52,10 @@ void PrintLocalOutput(const LocalSink& local, const LocalOutput& out,
   if (!out.inuse_flamegraph.empty()) {
     std::fprintf(stderr, "ringprof: live at exit:       %s\n",
                  out.inuse_flamegraph.c_str());
+  }
+  // What the emitters recorded about their environment (once each).
+  for (const std::string& line : EnvironmentFactLines()) {
+    std::fprintf(stderr, "ringprof: environment: %s\n", line.c_str());
   }
   if (!out.top_table.empty()) {
     std::fprintf(stderr, "\n%s", out.top_table.c_str());

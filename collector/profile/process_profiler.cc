@@ -9,6 +9,7 @@
 #include "collector/base/hex.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
+#include "collector/profile/environment_facts.h"
 
 namespace ringprof {
 namespace collector {
@@ -256,6 +257,17 @@ void ProcessProfiler::OnLostSamples(const ringfile::RecordView& record,
   auto& [objects, bytes] = window.aggregates.alloc[StackTable::kLostStack];
   objects += static_cast<int64_t>(lost.samples);
   bytes += static_cast<int64_t>(lost.weight_bytes);
+}
+
+void ProcessProfiler::OnEnvironmentFact(
+    const ringfile::RecordView& /*record*/,
+    const ringfile::EnvironmentFactView& fact) {
+  if (facts_seen_.size() >= kMaxProcessFacts) return;
+  if (!facts_seen_.emplace(fact.head.kind, std::string(fact.detail)).second) {
+    return;
+  }
+  ReportEnvironmentFact(SeriesLabels().front().second, info_.pid,
+                        fact.head.kind, fact.detail);
 }
 
 void ProcessProfiler::OnProcessEnd(const ringfile::RecordView& /*record*/,

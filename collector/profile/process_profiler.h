@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -192,6 +193,8 @@ class ProcessProfiler : private ringfile::RecordHandler {
                     const ringfile::LiveSampleView& live) override;
   void OnLiveSweepEnd(const ringfile::RecordView& record,
                       const ringfile::LiveSweepEnd& end) override;
+  void OnEnvironmentFact(const ringfile::RecordView& record,
+                         const ringfile::EnvironmentFactView& fact) override;
   void OnMalformed(const ringfile::RecordView& record,
                    const absl::Status& status) override;
 
@@ -244,6 +247,10 @@ class ProcessProfiler : private ringfile::RecordHandler {
   int64_t first_open_window_ = INT64_MIN;
   CpuSource cpu_;  // the timer once the process sent a CPU sample
   bool ended_ = false;
+  // Environment facts already reported for this process (the emitter
+  // re-sends them with each module-map copy); at most kMaxProcessFacts.
+  std::set<std::pair<uint16_t, std::string>> facts_seen_;
+  static constexpr size_t kMaxProcessFacts = 32;
   int32_t exit_status_ = -1;
   std::vector<std::pair<std::string, std::string>> process_labels_;
   const std::string session_id_;

@@ -8,7 +8,8 @@
 // For CPU_SECONDS of thread CPU it runs 20 ms chunks of SpinCompute (50%),
 // AllocHeavy (30%) and MixedWork (20%), measuring each chunk's thread CPU
 // time and the bytes it requests, and writes the truth in the JSON shape
-// tests/accuracy/compare.py reads. AllocHeavy goes round malloc, calloc,
+// tests/accuracy/compare.py reads (with its pid: the children's profiles
+// are not part of it). AllocHeavy goes round malloc, calloc,
 // realloc (growing a block), reallocarray, posix_memalign, aligned_alloc,
 // memalign and valloc. stdout carries nothing that depends on timing, so it
 // must be the same with and without the emitter.
@@ -136,8 +137,8 @@ static void WriteTruth(const char* path, int64_t process_cpu_ns,
     perror(path);
     exit(1);
   }
-  fprintf(out, "{\"process_cpu_ns\": %lld, \"functions\": {",
-          (long long)process_cpu_ns);
+  fprintf(out, "{\"pid\": %d, \"process_cpu_ns\": %lld, \"functions\": {",
+          (int)getpid(), (long long)process_cpu_ns);
   for (int i = 0; i < 3; ++i) {
     fprintf(out, "%s\"%s\": {\"cpu_ns\": %lld, \"alloc_bytes\": %lld}",
             i ? ", " : "", kNames[i], (long long)tally[i].cpu_ns,
