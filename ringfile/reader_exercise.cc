@@ -114,7 +114,7 @@ std::string BuildTemplate() {
   ThreadName name = {};
   name.name_size = 4;
   writer.TryAppend(RecordType::kThreadName, &name, sizeof(name), "main", 4, 0);
-  // Ring 0 laps twice (6 records in 4 slots); ring 1 below four times (8).
+  // Ring 0 laps twice (6 records in 4 slots); ring 1 below five times (9).
   Label label = {};
   label.key_size = 1;
   label.value_size = 2;
