@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "collector/otlp/encoder.h"
 
@@ -18,6 +19,22 @@ std::string UuidBytes(const std::string& uuid) {
     if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return "";
   }
   return absl::HexStringToBytes(hex);
+}
+
+std::string PartialRejection(const std::string& response_body) {
+  ::opentelemetry::proto::collector::profiles::v1development::
+      ExportProfilesServiceResponse response;
+  if (response_body.empty() || !response.ParseFromString(response_body) ||
+      response.partial_success().rejected_profiles() <= 0) {
+    return "";
+  }
+  std::string message =
+      response.partial_success().error_message().substr(0, 512);
+  for (char& c : message) {
+    if (!absl::ascii_isprint(static_cast<unsigned char>(c))) c = ' ';
+  }
+  return absl::StrCat(response.partial_success().rejected_profiles(),
+                      " of its OTLP profiles rejected (", message, ")");
 }
 
 absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(
@@ -44,6 +61,7 @@ absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(
     if (!request.ok()) return request.status();
     return request->SerializeAsString();
   };
+  queue.check_response = PartialRejection;
   return shipping::PyroscopeSink::Create(std::move(queue));
 }
 

@@ -12,7 +12,9 @@
 // retry or a replay from the spool sends the same bytes (and the same
 // profile ids). Statuses are classified as for Pyroscope
 // (http_uploader.h): 429, 502, 503, 504 and transport failures are retried,
-// as OTLP/HTTP asks; 400 and the like drop the profile, counted and logged.
+// as OTLP/HTTP asks; 400 and the like drop the profile, counted and logged;
+// a partial success (rejected_profiles > 0) counts the profile as sent and
+// as failed and logs the server's message.
 //
 // Thread-safety: as PyroscopeSink (Submit/Flush from one thread).
 #ifndef RINGPROF_COLLECTOR_OTLP_OTLP_SINK_H_
@@ -48,6 +50,11 @@ struct OtlpSinkOptions {
 
 absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(
     OtlpSinkOptions options);
+
+// What an ExportProfilesServiceResponse says was refused for good
+// (partial_success with rejected_profiles > 0), for one log line; "" when
+// nothing was (or the body is empty or not such a response).
+std::string PartialRejection(const std::string& response_body);
 
 // The 16 bytes of a UUID's text form ("" when it is not one).
 std::string UuidBytes(const std::string& uuid);

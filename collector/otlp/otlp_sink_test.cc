@@ -12,6 +12,7 @@
 #include "collector/shipping/testing/synthetic_profiles.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/otlp/profiles_service.pb.h"
 
 namespace ringprof {
 namespace collector {
@@ -182,6 +183,37 @@ TEST(OtlpSinkTest, UncompressedAndWithoutPidByDefault) {
   ASSERT_EQ(accepted.size(), 1u);
   EXPECT_FALSE(accepted[0].gzipped);
   EXPECT_EQ(accepted[0].labels.count("process.pid"), 0u);
+}
+
+TEST(OtlpSinkTest, PartialSuccessCountsAsFailedToo) {
+  auto receiver = StartReceiver();
+  ASSERT_NE(receiver, nullptr);
+  CounterDelta sent("ringprof_otlp_profiles_sent_total");
+  CounterDelta failed("ringprof_otlp_profiles_failed_total");
+  auto sink = MakeSink(Options(*receiver));
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(receiver
+                  ->Fault(R"({"partial_success": {"rejected_profiles": 1,
+                              "error_message": "too many samples"}})")
+                  .ok());
+  Submit(*sink, "process_cpu", AlignedWindowStartNs(2));
+  Submit(*sink, "process_cpu", AlignedWindowStartNs(1));
+  ASSERT_TRUE(sink->Flush(Deadline(20)).ok());
+  EXPECT_EQ(sent(), 2u);
+  EXPECT_EQ(failed(), 1u);  // the first answer only
+}
+
+TEST(PartialRejection, ReadsTheResponse) {
+  ::opentelemetry::proto::collector::profiles::v1development::
+      ExportProfilesServiceResponse response;
+  EXPECT_EQ(PartialRejection(response.SerializeAsString()), "");
+  response.mutable_partial_success()->set_error_message("just a warning");
+  EXPECT_EQ(PartialRejection(response.SerializeAsString()), "");
+  response.mutable_partial_success()->set_rejected_profiles(2);
+  response.mutable_partial_success()->set_error_message("bad\nstack");
+  EXPECT_EQ(PartialRejection(response.SerializeAsString()),
+            "2 of its OTLP profiles rejected (bad stack)");
+  EXPECT_EQ(PartialRejection("not a protobuf \xff\xff"), "");
 }
 
 TEST(UuidBytes, SixteenBytesOrNothing) {

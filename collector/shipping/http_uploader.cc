@@ -401,6 +401,7 @@ UploadResult HttpUploader::Upload(
   result.http_status = static_cast<int>(status);
   if (status >= 200 && status < 300) {
     result.outcome = UploadResult::Outcome::kSent;
+    if (!record.body().empty()) result.response_body = std::move(response.body);
     return result;
   }
   result.message = absl::StrCat("HTTP ", status);

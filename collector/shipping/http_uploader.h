@@ -69,6 +69,9 @@ struct UploadResult {
   std::string message;          // why, for logs (never contains secrets)
   int64_t request_bytes = 0;
   int64_t duration_ns = 0;
+  // The body of a 2xx answer to a prebuilt request body (its first 64 KiB),
+  // for PyroscopeSinkOptions::check_response; empty otherwise.
+  std::string response_body;
 };
 
 class HttpUploader {

@@ -367,6 +367,17 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
       M().upload_bytes.Add(static_cast<uint64_t>(result.request_bytes));
       ++tally.sent;
       tally.bytes += result.request_bytes;
+      if (options_.check_response) {
+        const std::string refused =
+            options_.check_response(result.response_body);
+        if (!refused.empty()) {
+          M().failed.Add(1);
+          log_.Log(
+              LogLevel::kError, "partial",
+              absl::StrCat(options_.server_name, " accepted only part of a ",
+                           what, " profile: ", refused));
+        }
+      }
       if (LogEnabled(LogLevel::kDebug)) {
         Log(LogLevel::kDebug,
             absl::StrCat("sent ", Describe(*record), " [",

@@ -100,6 +100,11 @@ struct PyroscopeSinkOptions {
   PyroscopeLimits limits;
   // Unset: Pyroscope's Push (or /ingest) request, made at upload time.
   BodyEncoder encode_body;
+  // With encode_body: reads the body of a 2xx answer; a non-empty result
+  // says the server refused part of the request for good (OTLP's partial
+  // success): the profile counts as sent and as failed, and the result is
+  // logged.
+  std::function<std::string(const std::string& response_body)> check_response;
   // Metric names are this + "profiles_sent_total" etc.; the help of the
   // metrics and the log lines name `server_name`.
   std::string metric_prefix = "ringprof_";

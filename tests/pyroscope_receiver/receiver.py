@@ -799,6 +799,7 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
         fault = state.next_fault(fault_labels)
         if fault and fault.get("delay_ms"):
             time.sleep(fault["delay_ms"] / 1000.0)
+        partial = fault.get("partial_success") if fault else None
         if fault and fault.get("status"):
             self.reply_error(fault["status"],
                              STATUS_CONNECT.get(fault["status"], "unknown"),
@@ -849,8 +850,15 @@ class IngestHandler(http.server.BaseHTTPRequestHandler):
         ctype = self.headers.get("Content-Type", "application/proto").split(";")[0]
         payload = b"{}" if ctype == "application/json" else b""
         if url.path == "/v1development/profiles":
-            # An empty ExportProfilesServiceResponse: no partial success.
-            ctype, payload = "application/x-protobuf", b""
+            # An ExportProfilesServiceResponse: empty, or the partial
+            # success a fault asked for (the profiles are still ingested).
+            response = profiles_service_pb2.ExportProfilesServiceResponse()
+            if partial:
+                response.partial_success.rejected_profiles = partial.get(
+                    "rejected_profiles", 1)
+                response.partial_success.error_message = partial.get(
+                    "error_message", "injected partial success")
+            ctype, payload = "application/x-protobuf", response.SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", ctype if url.path != "/ingest" else "text/plain")
         self.send_header("Content-Length", str(len(payload)))
