@@ -64,6 +64,12 @@ ABSL_FLAG(std::string, max_request_bytes, "2M",
           "bound on one upload as Pyroscope's rate limiter counts it (labels "
           "+ uncompressed pprof); keep it at or below the server's "
           "ingestion_burst_size_mb [RINGPROF_MAX_REQUEST_BYTES]");
+ABSL_FLAG(std::string, upload_rate, "4M",
+          "sustained upload rate in bytes per second as Pyroscope counts "
+          "them (labels + uncompressed pprof), after a burst of "
+          "--max-request-bytes; keep it at or below the server's "
+          "ingestion_rate_mb (per tenant: share it between collectors); 0: "
+          "not paced [RINGPROF_UPLOAD_RATE]");
 ABSL_FLAG(int, upload_attempts, 5,
           "uploads of one profile the server may answer 408/429/5xx before "
           "it is given up [RINGPROF_UPLOAD_ATTEMPTS]");
@@ -109,6 +115,7 @@ const bool kFlagEnvironment = RegisterFlagEnvironment({
     {"legacy_ingest", "RINGPROF_LEGACY_INGEST"},
     {"upload_timeout", "RINGPROF_UPLOAD_TIMEOUT"},
     {"max_request_bytes", "RINGPROF_MAX_REQUEST_BYTES"},
+    {"upload_rate", "RINGPROF_UPLOAD_RATE"},
     {"upload_attempts", "RINGPROF_UPLOAD_ATTEMPTS"},
     {"pid_label", "RINGPROF_PID_LABEL"},
     {"service_repository", "PYROSCOPE_SERVICE_REPOSITORY"},
@@ -272,6 +279,13 @@ absl::Status QueueOptionsFromFlags(PyroscopeSinkOptions* options) {
         "least 4K (K/M/G suffixes)");
   }
   o.max_request_bytes = *request_bytes;
+  absl::StatusOr<uint64_t> rate =
+      ParseByteSize(absl::GetFlag(FLAGS_upload_rate));
+  if (!rate.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--upload-rate / RINGPROF_UPLOAD_RATE: ", rate.status().message()));
+  }
+  o.upload_bytes_per_second = *rate;
   const int attempts = absl::GetFlag(FLAGS_upload_attempts);
   if (attempts < 1 || attempts > 100) {
     return absl::InvalidArgumentError(

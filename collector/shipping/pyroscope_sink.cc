@@ -153,7 +153,8 @@ PyroscopeSink::PyroscopeSink(PyroscopeSinkOptions options,
       uploader_(std::move(uploader)),
       log_(kLogInterval),
       outstanding_(backlog->size()),
-      backlog_(std::move(backlog)) {
+      backlog_(std::move(backlog)),
+      pacer_(options_.upload_bytes_per_second, options_.max_request_bytes) {
   PublishGauges();
   thread_ = std::thread([this] { Run(); });
 }
@@ -358,6 +359,15 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
     return true;
   }
 
+  size_t cost = record->pprof().size();
+  for (const types::v1::LabelPair& l : record->labels()) {
+    cost += l.name().size() + l.value().size();
+  }
+  const int64_t now = MonotonicNowNs();
+  if (const int64_t wait = pacer_.Reserve(cost, now); wait > 0) {
+    paced_until_ns_ = now + wait;
+    return true;
+  }
   const UploadResult result = uploader_->Upload(*record, &abort_at_ns_);
   const std::string what = Describe(*record);  // `record` may move below
   M().upload_seconds.Observe(static_cast<double>(result.duration_ns) / 1e9);
@@ -568,8 +578,9 @@ void PyroscopeSink::Run() {
     const bool past_abort = now >= abort_at_ns_.load(std::memory_order_relaxed);
     if (stopping || past_abort) MovePendingToBacklog();
     const bool work_left = !pending_.empty() || !backlog_->empty();
-    const bool may_send =
-        !stopping && !past_abort && (retry_at_ns_ == 0 || now >= retry_at_ns_);
+    // After a retryable failure the backoff, else the pacer, says when.
+    const int64_t send_at = std::max(retry_at_ns_, paced_until_ns_);
+    const bool may_send = !stopping && !past_abort && now >= send_at;
     if (work_left && may_send) {
       SendOldest(/*from_backlog=*/!backlog_->empty());
       PublishGauges();
@@ -596,10 +607,10 @@ void PyroscopeSink::Run() {
     auto woken = [&] {
       return stop_ || !inbox_.empty() || flush_requested_ != flush_target;
     };
-    if (work_left && retry_at_ns_ != 0 && !past_abort) {
+    if (work_left && now < send_at && !past_abort) {
       wake_.wait_until(lock,
                        std::chrono::steady_clock::time_point(
-                           std::chrono::nanoseconds(retry_at_ns_)),
+                           std::chrono::nanoseconds(send_at)),
                        woken);
     } else {
       wake_.wait(lock, woken);

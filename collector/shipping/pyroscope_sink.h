@@ -27,6 +27,10 @@
 //    refusals of other profiles); after
 //    max_attempts it is given up (counted as failed, logged with the
 //    server's message). One bad profile never holds the queue.
+//  - Uploads are paced to the server's sustained ingestion rate
+//    (upload_pacer.h): when every process's profile of a window is ready
+//    at once they go out at upload_bytes_per_second after the burst,
+//    instead of being answered 429 and retried.
 //  - Before queueing, a profile whose request would exceed
 //    max_request_bytes (Pyroscope's ingestion burst, see request_budget.h)
 //    is trimmed to fit.
@@ -63,6 +67,7 @@
 #include "collector/shipping/http_uploader.h"
 #include "collector/shipping/labels.h"
 #include "collector/shipping/request_budget.h"
+#include "collector/shipping/upload_pacer.h"
 #include "collector/sink/sink.h"
 
 namespace ringprof {
@@ -97,6 +102,10 @@ struct PyroscopeSinkOptions {
   // Bound on one request as Pyroscope's rate limiter counts it (labels +
   // uncompressed pprof): its default ingestion_burst_size_mb.
   size_t max_request_bytes = size_t{2} << 20;
+  // Sustained upload rate (labels + uncompressed pprof per second, as the
+  // server counts it; its ingestion_rate_mb, default 4 MiB/s); the burst
+  // is max_request_bytes. 0: not paced.
+  uint64_t upload_bytes_per_second = uint64_t{4} << 20;
   PyroscopeLimits limits;
   // Unset: Pyroscope's Push (or /ingest) request, made at upload time.
   BodyEncoder encode_body;
@@ -198,6 +207,8 @@ class PyroscopeSink final : public ProfileSink {
   std::unique_ptr<Backlog> backlog_;
   std::deque<SpoolRecord> pending_;  // validated, newer than the backlog
   int64_t retry_at_ns_ = 0;          // monotonic; 0 when healthy
+  UploadPacer pacer_;
+  int64_t paced_until_ns_ = 0;  // monotonic; the pacer's next send time
   int64_t backoff_ms_ = 0;
   bool in_outage_ = false;
   std::map<int64_t, WindowTally> tallies_;  // by until_unix_ns

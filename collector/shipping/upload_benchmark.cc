@@ -97,6 +97,7 @@ int Main() {
   }
   PyroscopeSinkOptions options;
   options.upload.server_url = (*receiver)->url();
+  options.upload_bytes_per_second = 0;  // the client's cost, not the pacing
   Counter& sent_bytes =
       Metrics::Get().GetCounter("ringprof_upload_bytes_total", "");
   auto sink = PyroscopeSink::Create(options);
