@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""A real Grafana Pyroscope server for end-to-end tests, started hermetically.
+
+    with PyroscopeServer(workdir) as server:
+        ... ship to server.url ...
+        server.query.series(...)
+
+Runs the single binary built by tools/pyroscope/build (see README.md) with
+all its state (filesystem object storage, metastore raft, v1 head) under a
+temporary directory, every port (HTTP, gRPC, memberlist, raft) picked free,
+no self-profiling push and no usage statistics, and waits (bounded) for its
+/ready. `stop()` (or leaving the `with`) terminates it and removes the state.
+
+Command line, for shell tests:
+
+    pyroscope_server.py serve --ready-file PATH [--log PATH] [--exit-with-parent]
+
+starts a server, writes {"url": ..., "pid": ...} atomically to PATH once
+ready, and runs until SIGTERM/SIGINT (or its parent's exit).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import query  # noqa: E402  pylint: disable=wrong-import-position
+
+VERSION = "v2.2.1"
+READY_TIMEOUT_S = 120.0
+
+
+class ServerError(Exception):
+    """The server could not be found, started or made ready."""
+
+
+def binary_path():
+    """The server binary tools/pyroscope/build made (RINGPROF_PYROSCOPE_BIN
+    overrides it); ServerError naming the fix when it is missing."""
+    path = os.environ.get("RINGPROF_PYROSCOPE_BIN") or os.path.join(
+        os.environ.get("RINGPROF_CACHE_DIR", "/var/cache/ringprof"),
+        "pyroscope-" + VERSION, "pyroscope")
+    if not os.access(path, os.X_OK):
+        raise ServerError(
+            "Grafana Pyroscope %s is not built (%s is missing): run "
+            "tools/setup, or tools/pyroscope/build for the reason it cannot "
+            "be built" % (VERSION, path))
+    return path
+
+
+def _free_ports(count):
+    """`count` distinct free TCP ports on 127.0.0.1 (held open together, so
+    no two are equal; another process may still take one before the server
+    binds it, which start() reports as a failed start)."""
+    sockets, ports = [], []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in sockets:
+            s.close()
+    return ports
+
+
+def _flags(data, http_port, grpc_port, memberlist_port, raft_port):
+    node = "ringprof-test"
+    return [
+        "-target=all",
+        "-self-profiling.disable-push=true",
+        "-usage-stats.enabled=false",
+        "-tracing.enabled=false",
+        "-config.show_banner=false",
+        "-log.level=warn",
+        "-server.http-listen-address=127.0.0.1",
+        "-server.http-listen-port=%d" % http_port,
+        "-server.grpc-listen-address=127.0.0.1",
+        "-server.grpc-listen-port=%d" % grpc_port,
+        "-memberlist.bind-addr=127.0.0.1",
+        "-memberlist.bind-port=%d" % memberlist_port,
+        "-memberlist.advertise-addr=127.0.0.1",
+        "-memberlist.advertise-port=%d" % memberlist_port,
+        "-memberlist.nodename=" + node,
+        "-memberlist.leave-timeout=1s",
+        "-storage.backend=filesystem",
+        "-storage.filesystem.dir=%s/objects" % data,
+        "-pyroscopedb.data-path=%s/head" % data,
+        "-metastore.address=127.0.0.1:%d/%s" % (grpc_port, node),
+        "-metastore.data-dir=%s/metastore" % data,
+        "-metastore.raft.dir=%s/raft" % data,
+        "-metastore.raft.snapshots-dir=%s/raft" % data,
+        "-metastore.raft.bind-address=127.0.0.1:%d" % raft_port,
+        "-metastore.raft.advertise-address=127.0.0.1:%d" % raft_port,
+        "-metastore.raft.server-id=" + node,
+        "-metastore.raft.bootstrap-peers=127.0.0.1:%d/%s" % (raft_port, node),
+        "-metastore.min-ready-duration=0",
+        "-segment-writer.min-ready-duration=0",
+        "-segment-writer.num-tokens=1",
+        "-segment-writer.lifecycler.addr=127.0.0.1",
+        "-segment-writer.lifecycler.ID=" + node,
+        "-segment-writer.heartbeat-period=1s",
+        "-ingester.min-ready-duration=0",
+        "-ingester.lifecycler.addr=127.0.0.1",
+        "-ingester.lifecycler.ID=" + node,
+        "-distributor.ring.instance-addr=127.0.0.1",
+        "-distributor.ring.instance-id=" + node,
+        "-distributor.ring.heartbeat-period=1s",
+        "-overrides-exporter.ring.instance-addr=127.0.0.1",
+        "-overrides-exporter.ring.instance-id=" + node,
+        "-query-frontend.instance-addr=127.0.0.1",
+        "-query-scheduler.ring.instance-addr=127.0.0.1",
+        "-query-scheduler.ring.instance-id=" + node,
+        "-store-gateway.sharding-ring.instance-addr=127.0.0.1",
+        "-store-gateway.sharding-ring.instance-id=" + node,
+        "-compactor.ring.instance-addr=127.0.0.1",
+        "-compactor.ring.instance-id=" + node,
+        "-compactor.data-dir=%s/compactor" % data,
+        "-blocks-storage.bucket-store.sync-dir=%s/sync" % data,
+    ]
+
+
+class PyroscopeServer:
+    """One hermetic Pyroscope server. `extra_flags` are appended (a later
+    flag wins), e.g. ["-distributor.ingestion-rate-limit-mb=1"]."""
+
+    def __init__(self, workdir=None, extra_flags=(), log_path=None,
+                 ready_timeout_s=READY_TIMEOUT_S):
+        self._own_workdir = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(prefix="pyroscope-")
+        self.extra_flags = list(extra_flags)
+        self.log_path = log_path or os.path.join(self.workdir, "pyroscope.log")
+        self.ready_timeout_s = ready_timeout_s
+        self.process = None
+        self.url = None
+        self.query = None
+
+    def start(self, attempts=3):
+        """Starts the server and waits for /ready; a start that loses a port
+        to another process is retried with new ports."""
+        binary = binary_path()
+        for attempt in range(attempts):
+            data = os.path.join(self.workdir, "data%d" % attempt)
+            os.makedirs(data)
+            http_port, grpc_port, memberlist_port, raft_port = _free_ports(4)
+            argv = [binary] + _flags(data, http_port, grpc_port,
+                                     memberlist_port, raft_port)
+            argv += self.extra_flags
+            with open(self.log_path, "ab") as log:
+                self.process = subprocess.Popen(
+                    argv, cwd=data, stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, start_new_session=True)
+            self.url = "http://127.0.0.1:%d" % http_port
+            if self._wait_ready():
+                self.query = query.QueryClient(self.url)
+                return self
+            self._kill()
+            if "address already in use" not in self._log_tail():
+                break
+        raise ServerError("Pyroscope %s did not become ready within %.0f s "
+                          "(log %s):\n%s" % (VERSION, self.ready_timeout_s,
+                                             self.log_path, self._log_tail()))
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                with urllib.request.urlopen(self.url + "/ready",
+                                            timeout=2) as response:
+                    if response.status == 200:
+                        return True
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        return False
+
+    def _log_tail(self, lines=30):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def _kill(self):
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self):
+        self._kill()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _serve(args):
+    server = PyroscopeServer(workdir=tempfile.mkdtemp(prefix="pyroscope-"),
+                             log_path=args.log, extra_flags=args.flag)
+    stopping = []
+
+    def on_signal(*_):
+        stopping.append(True)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    parent = os.getppid()
+    try:
+        server.start()
+    except ServerError as e:
+        print(e, file=sys.stderr)
+        server.stop()
+        return 1
+    try:
+        tmp = args.ready_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"url": server.url, "pid": server.process.pid}, f)
+        os.rename(tmp, args.ready_file)
+        while not stopping and server.process.poll() is None:
+            if args.exit_with_parent and os.getppid() != parent:
+                break
+            time.sleep(0.2)
+    finally:
+        server.stop()
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run a server until SIGTERM")
+    serve.add_argument("--ready-file", required=True)
+    serve.add_argument("--log", default=None)
+    serve.add_argument("--exit-with-parent", action="store_true")
+    serve.add_argument("--flag", action="append", default=[],
+                       help="an extra server flag (repeatable)")
+    args = parser.parse_args()
+    return _serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
