@@ -9,10 +9,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "collector/base/metrics.h"
 #include "collector/shipping/codec.h"
 #include "collector/shipping/histogram.h"
+#include "collector/shipping/sample_labels.h"
 
 namespace ringprof {
 namespace collector {
@@ -269,6 +271,7 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
                           profile.pid, ": ", facts.status().message()));
     return false;
   }
+  FitPromotedLabels(labels, &*facts, &profile);
   for (auto& [name, value] : labels) {
     types::v1::LabelPair* pair = record->add_labels();
     pair->set_name(name);
@@ -287,6 +290,24 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
   record->set_until_unix_ns(profile.until_unix_ns);
   record->set_time_nanos(facts->time_nanos());
   return true;
+}
+
+void PyroscopeSink::FitPromotedLabels(const Labels& series,
+                                      perftools::profiles::Profile* parsed,
+                                      WindowProfile* profile) {
+  const std::vector<std::string> removed =
+      FitSampleLabels(series, kMaxLabelsPerSeries, parsed);
+  if (removed.empty()) return;
+  profile->pprof = parsed->SerializeAsString();
+  M().labels_dropped.Add(removed.size());
+  log_.Log(
+      LogLevel::kWarning, "dropped-sample-labels",
+      absl::StrCat("removed the sample labels ", absl::StrJoin(removed, ", "),
+                   " from a ", profile->name, " profile of pid ", profile->pid,
+                   ": with its ", series.size(),
+                   " series labels they exceed the ", kMaxLabelsPerSeries,
+                   " label names Pyroscope allows (it makes every sample "
+                   "label a series label)"));
 }
 
 void PyroscopeSink::ToBacklog(const SpoolRecord& record) {

@@ -154,6 +154,11 @@ class PyroscopeSink final : public ProfileSink {
   void Run();
   // Labels + validation; false when the profile is invalid or expired.
   bool Prepare(WindowProfile profile, SpoolRecord* record);
+  // Removes the sample labels that would take a series of `profile` past
+  // Pyroscope's 30 label names (sample_labels.h); `parsed` is its pprof.
+  void FitPromotedLabels(const Labels& series,
+                         perftools::profiles::Profile* parsed,
+                         WindowProfile* profile);
   void ToBacklog(const SpoolRecord& record);
   void MovePendingToBacklog();
   bool Expired(const SpoolRecord& record, int64_t now_unix_ns) const;
