@@ -15,38 +15,31 @@ namespace collector {
 namespace {
 
 bool IsNameChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         c == '.';
 }
 
 }  // namespace
 
+bool SameLabelName(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const char x = a[i] == '.' ? '_' : a[i];
+    const char y = b[i] == '.' ? '_' : b[i];
+    if (x != y) return false;
+  }
+  return true;
+}
+
 bool HasLabel(const Labels& labels, absl::string_view name) {
-  return std::any_of(labels.begin(), labels.end(),
-                     [&](const auto& kv) { return kv.first == name; });
+  return std::any_of(labels.begin(), labels.end(), [&](const auto& kv) {
+    return SameLabelName(kv.first, name);
+  });
 }
 
 absl::StatusOr<std::string> SanitizeLabelName(absl::string_view name) {
-  if (name.empty()) return absl::InvalidArgumentError("empty label name");
-  if (name.size() > kMaxLabelNameBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("label name longer than ", kMaxLabelNameBytes, " bytes"));
-  }
-  if (absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid label name \"", SanitizeUtf8(name),
-                     "\": must not start with a digit"));
-  }
-  std::string out(name);
-  for (char& c : out) {
-    if (c == '.') {
-      c = '_';
-    } else if (!IsNameChar(c)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("invalid label name \"", SanitizeUtf8(name),
-                       "\": only letters, digits, '_' and '.' are allowed"));
-    }
-  }
-  return out;
+  if (absl::Status s = ValidateLabelName(name); !s.ok()) return s;
+  return std::string(name);
 }
 
 std::string SanitizeLabelValue(absl::string_view value) {
@@ -110,10 +103,15 @@ absl::Status ValidateLabelName(absl::string_view name) {
     return absl::InvalidArgumentError(
         absl::StrCat("label name longer than ", kMaxLabelNameBytes, " bytes"));
   }
-  if (absl::ascii_isdigit(static_cast<unsigned char>(name[0])) ||
-      !std::all_of(name.begin(), name.end(), IsNameChar)) {
+  if (absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid label name \"", SanitizeUtf8(name), "\""));
+        absl::StrCat("invalid label name \"", SanitizeUtf8(name),
+                     "\": must not start with a digit"));
+  }
+  if (!std::all_of(name.begin(), name.end(), IsNameChar)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid label name \"", SanitizeUtf8(name),
+                     "\": only letters, digits, '_' and '.' are allowed"));
   }
   return absl::OkStatus();
 }
@@ -142,11 +140,13 @@ absl::Status ValidateSeriesLabels(const Labels& labels) {
                                                    " labels; Pyroscope allows ",
                                                    kMaxLabelsPerSeries));
   }
-  std::set<absl::string_view> seen;
+  std::set<std::string> seen;  // as a v1 server would store the names
   for (const auto& [name, value] : labels) {
     if (absl::Status s = ValidateLabelName(name); !s.ok()) return s;
     if (absl::Status s = ValidateLabelValue(name, value); !s.ok()) return s;
-    if (!seen.insert(name).second) {
+    std::string legacy = name;
+    std::replace(legacy.begin(), legacy.end(), '.', '_');
+    if (!seen.insert(std::move(legacy)).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("duplicate label \"", name, "\""));
     }
@@ -191,9 +191,10 @@ absl::StatusOr<Labels> ParseTags(absl::string_view text) {
           "option for pid)"));
     }
     if (HasLabel(tags, *name)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tag \"", *name, "\" is given twice",
-          *name != raw_name ? " (after renaming '.' to '_')" : ""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tag \"", *name,
+                       "\" is given twice (names equal once '.' is "
+                       "'_' are one name: Pyroscope v1 stores them so)"));
     }
     tags.emplace_back(std::move(*name), std::move(value));
   }

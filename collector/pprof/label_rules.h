@@ -2,22 +2,30 @@
 // repairing and admitting untrusted labels, parsing user tags, and the label
 // names the collector owns.
 //
-// Rules (Grafana Pyroscope v1.x, pkg/validation/validate.go ValidateLabels
-// and SanitizeLegacyLabelName, default limits in pkg/validation/limits.go):
-// at most 30 labels including __name__; a name is [A-Za-z0-9_.]+, does not
-// start with a digit, and at most 1024 bytes; the server renames '.' to '_'
-// (two names equal after that are a duplicate error); values valid UTF-8 of
-// at most 2048 bytes; service_name non-empty; no name twice. Names starting
-// with "__" are the server's: __session_id__, __delta__, __otel__, __order__
-// change how it stores or merges a series.
+// Rules (Grafana Pyroscope v2.2.1, pkg/validation/validate.go
+// ValidateLabels, default limits in pkg/validation/limits.go): at most 30
+// label names per series including __name__ and service_name, and every
+// string label on a pprof sample but span_id/trace_id/profile_id becomes a
+// series label too (collector/shipping/sample_labels.h); names at most 1024
+// bytes, values valid UTF-8 of at most 2048 bytes; service_name non-empty;
+// no name twice. v2 stores a name as sent (its
+// -validation.disable-label-sanitization defaults to true: any UTF-8
+// name). Pyroscope v1.x (and v2 with that option false) accepts only
+// [A-Za-z0-9_.] without a leading digit, renames '.' to '_', and refuses a
+// series where two names are equal after that.
 //
-// ringprof sends names already renamed ('.' -> '_'), so what it sends is
-// exactly what is stored, and owns these names (nothing from a workload or
-// a tag may set them): service_name, pid, hostname, pod, namespace and
-// every "__" name. Tags (the operator's) may set hostname, pod and
-// namespace; workload labels (untrusted) may set none of them. Sample
-// labels the collector writes itself (kSpanIdLabel) and its per-profile
-// series label (kCpuSourceLabel) are refused from a workload's tags too.
+// ringprof sends names both accept, unchanged: [A-Za-z0-9_.]+, no leading
+// digit, and never two names equal once '.' is '_' (SameLabelName), so
+// `k8s.cluster` is stored as `k8s.cluster` by v2 and as `k8s_cluster` by
+// v1. Names starting with "__" are the server's: __session_id__,
+// __delta__, __otel__, __order__ change how it stores or merges a series.
+//
+// The collector owns these names (nothing from a workload or a tag may set
+// them): service_name, pid, hostname, pod, namespace and every "__" name.
+// Tags (the operator's) may set hostname, pod and namespace; workload
+// labels (untrusted) may set none of them. Sample labels the collector
+// writes itself (kSpanIdLabel) and its per-profile series label
+// (kCpuSourceLabel) are refused from a workload's tags too.
 //
 // Thread-safety: pure functions.
 #ifndef RINGPROF_COLLECTOR_PPROF_LABEL_RULES_H_
@@ -47,12 +55,17 @@ inline constexpr char kSpanIdLabel[] = "span_id";
 // "alloc_ticks").
 inline constexpr char kCpuSourceLabel[] = "ringprof_cpu_source";
 
-// True when `labels` has a label named `name`.
+// True when `a` and `b` are one name to some Pyroscope server: equal, or
+// equal once '.' is '_' (what v1 stores).
+bool SameLabelName(absl::string_view a, absl::string_view b);
+
+// True when `labels` has a label whose name is the same (SameLabelName) as
+// `name`.
 bool HasLabel(const Labels& labels, absl::string_view name);
 
-// Pyroscope's rule for a label name, with its one repair: '.' becomes '_'.
-// InvalidArgument (naming the rule) for an empty or too long name, a
-// leading digit, or any character outside [A-Za-z0-9_.].
+// The name as ringprof sends it (unchanged), or InvalidArgument (naming
+// the rule) for an empty or too long name, a leading digit, or any
+// character outside [A-Za-z0-9_.].
 absl::StatusOr<std::string> SanitizeLabelName(absl::string_view name);
 
 // A value Pyroscope accepts: bytes that are not UTF-8 become U+FFFD, and
@@ -98,21 +111,21 @@ std::vector<DroppedLabel> MergeUntrustedLabels(const Labels& untrusted,
 
 // Parses PYROSCOPE_TAGS syntax: "k=v,k2=v2" (whitespace around items is
 // trimmed; an empty string gives no tags). Names go through
-// SanitizeLabelName ("k8s.cluster" becomes "k8s_cluster", as Pyroscope
-// would store it); values must be valid UTF-8 (a tag is typed by a person:
-// an error beats a silent repair). service_name, pid and "__" names are
-// refused, and a name may appear once (after renaming). InvalidArgument
+// SanitizeLabelName ("k8s.cluster" stays "k8s.cluster"); values must be
+// valid UTF-8 (a tag is typed by a person: an error beats a silent
+// repair). service_name, pid and "__" names are refused, and a name may
+// appear once (SameLabelName: "a.b" and "a_b" are one). InvalidArgument
 // names the offending tag.
 absl::StatusOr<Labels> ParseTags(absl::string_view text);
 
-// OK when `name` is a label name ringprof may send ([A-Za-z_][A-Za-z0-9_]*,
-// or a "__" name) / `value` a valid label value.
+// OK when `name` is a label name ringprof may send ([A-Za-z_.][A-Za-z0-9_.]*)
+// / `value` a valid label value.
 absl::Status ValidateLabelName(absl::string_view name);
 absl::Status ValidateLabelValue(absl::string_view name,
                                 absl::string_view value);
 
 // Checks a complete series label set (including __name__ and a non-empty
-// service_name).
+// service_name; no two names the same by SameLabelName).
 absl::Status ValidateSeriesLabels(const Labels& labels);
 
 }  // namespace collector

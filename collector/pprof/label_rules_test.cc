@@ -13,12 +13,12 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
-TEST(ParseTagsTest, ParsesPyroscopeTagSyntaxRenamingDotsLikeTheServer) {
+TEST(ParseTagsTest, ParsesPyroscopeTagSyntaxKeepingDotsAsV2StoresThem) {
   absl::StatusOr<Labels> tags =
       ParseTags(" env=prod , region = eu.1,k8s.cluster=prod,_x=1 ");
   ASSERT_TRUE(tags.ok()) << tags.status();
   EXPECT_THAT(*tags, ElementsAre(Pair("env", "prod"), Pair("region", "eu.1"),
-                                 Pair("k8s_cluster", "prod"), Pair("_x", "1")));
+                                 Pair("k8s.cluster", "prod"), Pair("_x", "1")));
   EXPECT_TRUE(ParseTags("")->empty());
   // The operator may name the host.
   EXPECT_TRUE(ParseTags("hostname=h,namespace=n,pod=p").ok());
@@ -34,7 +34,7 @@ TEST(ParseTagsTest, RejectsWhatPyroscopeWouldReject) {
       {"=prod", "empty label name"},
       {"env=", "empty value"},
       {"env=a,env=b", "twice"},
-      {"a_b=1,a.b=2", "after renaming"},
+      {"a_b=1,a.b=2", "twice"},
       {"service_name=x", "reserved"},
       {"pid=1", "reserved"},
       {"__name__=x", "reserved"},
@@ -63,7 +63,11 @@ TEST(ParseTagsTest, AcceptsMultibyteUtf8Values) {
 }
 
 TEST(SanitizeTest, NamesAndValues) {
-  EXPECT_EQ(*SanitizeLabelName("a.b.c"), "a_b_c");
+  // Sent as v2 stores it (a v1 server renames '.' to '_' itself).
+  EXPECT_EQ(*SanitizeLabelName("a.b.c"), "a.b.c");
+  EXPECT_TRUE(SameLabelName("a.b", "a_b"));
+  EXPECT_FALSE(SameLabelName("a.b", "a_c"));
+  EXPECT_FALSE(SameLabelName("ab", "a_b"));
   EXPECT_FALSE(SanitizeLabelName("9a").ok());
   EXPECT_FALSE(SanitizeLabelName("a b").ok());
   EXPECT_FALSE(SanitizeLabelName("caf\xc3\xa9").ok());
@@ -85,7 +89,9 @@ TEST(ValidateSeriesLabelsTest, ChecksCountNamesAndPresenceOfNameAndService) {
   EXPECT_FALSE(ValidateSeriesLabels(with({{"a", "1"}, {"a", "2"}})).ok());
   EXPECT_FALSE(ValidateSeriesLabels(with({{"a b", "1"}})).ok());
   EXPECT_FALSE(ValidateSeriesLabels(with({{"1a", "1"}})).ok());
-  EXPECT_FALSE(ValidateSeriesLabels(with({{"a.b", "1"}})).ok());
+  EXPECT_TRUE(ValidateSeriesLabels(with({{"a.b", "1"}})).ok());
+  // One name to a v1 server, which would refuse the series.
+  EXPECT_FALSE(ValidateSeriesLabels(with({{"a.b", "1"}, {"a_b", "2"}})).ok());
   Labels many = base;
   for (int i = 0; i < 29; ++i) many.emplace_back("l" + std::to_string(i), "v");
   EXPECT_FALSE(ValidateSeriesLabels(many).ok());

@@ -891,7 +891,7 @@ TEST_F(ProcessProfilerTest, TagNamesOwnedByTheCollectorAreDropped) {
   EXPECT_THAT(
       ByLabels(*cpu[0], 0),
       UnorderedElementsAre(Pair(
-          "my_key=v\xef\xbf\xbd,ok=yes,span_id=00000000000000ab", 10 * kMs)));
+          "my.key=v\xef\xbf\xbd,ok=yes,span_id=00000000000000ab", 10 * kMs)));
 }
 
 TEST_F(ProcessProfilerTest, ValuesPastTheBudgetFoldIntoOther) {

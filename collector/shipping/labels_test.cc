@@ -95,7 +95,7 @@ TEST(BuildSeriesLabelsTest,
                                     Pair("__session_id__", "0011223344556677"),
                                     Pair("env", "prod"), Pair("hostname", "h1"),
                                     Pair("service_name", "svc"),
-                                    Pair("team_name", "caf\xEF\xBF\xBD")));
+                                    Pair("team.name", "caf\xEF\xBF\xBD")));
   EXPECT_TRUE(ValidateSeriesLabels(s.labels).ok());
   EXPECT_EQ(s.dropped.size(), 12u);
   EXPECT_THAT(s.dropped[0],

@@ -221,7 +221,7 @@ TEST_F(PyroscopeFlagsTest, LabelOptions) {
   auto options = PyroscopeSinkOptionsFromFlags();
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_THAT((*options)->labels.tags,
-              UnorderedElementsAre(Pair("k8s_cluster", "prod")));
+              UnorderedElementsAre(Pair("k8s.cluster", "prod")));
   EXPECT_THAT((*options)->labels.source_labels,
               UnorderedElementsAre(Pair("service_git_ref", "v1.2.3")));
   EXPECT_TRUE((*options)->labels.pid_label);
