@@ -53,8 +53,9 @@ struct ShippingMetrics {
            "the request under the ingestion burst (--max-request-bytes)."));
   Counter& labels_dropped = Metrics::Get().GetCounter(
       Name("labels_dropped_total"),
-      Help("Workload labels left out of a series: invalid name, a name the "
-           "collector owns, already set, empty value, or no room left."));
+      Help("Workload labels left out of a series (invalid name, a name the "
+           "collector owns, already set, empty value, or no room left), and "
+           "sample label names removed beyond Pyroscope's 30 label names."));
   Counter& invalid = Metrics::Get().GetCounter(
       Name("profiles_invalid_total"),
       Help("Profiles not sent because they break Pyroscope's validation "
