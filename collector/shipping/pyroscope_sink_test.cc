@@ -630,7 +630,7 @@ TEST(PyroscopeSinkTest,
   const auto& labels = accepted[0].stored_labels;
   EXPECT_EQ(labels.at("pod"), "real-pod");
   EXPECT_EQ(labels.at("hostname"), "testhost");
-  EXPECT_EQ(labels.at("k8s_cluster"), "prod");
+  EXPECT_EQ(labels.at("k8s.cluster"), "prod");
   EXPECT_EQ(labels.at("team"), "caf\xEF\xBF\xBD");
   EXPECT_EQ(labels.at("service_name"), "bin_caf\xEF\xBF\xBD");
   EXPECT_EQ(labels.count("__otel__"), 0u);

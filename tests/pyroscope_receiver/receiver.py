@@ -105,6 +105,10 @@ import otlp_ingest  # noqa: E402  pylint: disable=wrong-import-position
 from google.protobuf import json_format  # noqa: E402
 
 
+class NotStored(Exception):
+    """A profile Pyroscope answers with success but stores nowhere."""
+
+
 class Rejection(Exception):
     """A request Pyroscope would refuse: connect code + message."""
 
@@ -148,7 +152,8 @@ def humanize_bytes(n):
 
 def sanitize_legacy_label_name(name):
     """validation.SanitizeLegacyLabelName: (sanitized, ok). Names are
-    [a-zA-Z0-9_.], not starting with a digit; dots become underscores."""
+    [a-zA-Z0-9_.], not starting with a digit; dots become underscores.
+    Used only with --label-sanitization (v1.x's default)."""
     if not name:
         return name, False
     for i, c in enumerate(name):
@@ -168,11 +173,18 @@ def is_valid_utf8(text):
         return False
 
 
-def validate_labels(labels):
-    """labels: list of (name, value) as sent. Mirrors v1.21.1
-    pkg/validation/validate.go ValidateLabels with default limits (label
-    sanitization on). Returns the labels as Pyroscope stores them (sorted,
-    names sanitized)."""
+def _invalid(ls, why):
+    return Rejection("invalid_argument", "invalid labels '%s' with error: %s"
+                     % (label_pairs_string(ls), why))
+
+
+def validate_labels(labels, sanitize=False):
+    """labels: list of (name, value) as sent. Mirrors v2.2.1
+    pkg/validation/validate.go ValidateLabels with default limits: label
+    sanitization off (-validation.disable-label-sanitization=true), so any
+    non-empty UTF-8 name is stored as sent; `sanitize` is the v1.x default
+    (names [A-Za-z0-9_.] without a leading digit, '.' renamed '_').
+    Returns the labels as Pyroscope stores them (sorted)."""
     if not labels:
         raise Rejection("invalid_argument",
                         "error at least one label pair is required per profile")
@@ -183,12 +195,10 @@ def validate_labels(labels):
                         % (label_pairs_string(ls), len(ls), MAX_LABEL_NAMES_PER_SERIES))
     metric = next((v for n, v in ls if n == "__name__"), "")
     if not metric or not is_valid_utf8(metric):
-        raise Rejection("invalid_argument", "invalid labels '%s' with error: %s"
-                        % (label_pairs_string(ls), "invalid metric name"))
+        raise _invalid(ls, "invalid metric name")
     service = next((v for n, v in ls if n == "service_name"), "")
     if not service:
-        raise Rejection("invalid_argument", "invalid labels '%s' with error: %s"
-                        % (label_pairs_string(ls), "service name is not provided"))
+        raise _invalid(ls, "service name is not provided")
     out = []
     for name, value in ls:
         if len(name.encode("utf-8")) > MAX_LABEL_NAME_LENGTH:
@@ -199,13 +209,15 @@ def validate_labels(labels):
             raise Rejection("invalid_argument",
                             "profile with labels '%s' has label value too long: '%s'"
                             % (label_pairs_string(ls), value))
-        new_name, ok = sanitize_legacy_label_name(name)
-        if not ok:
-            raise Rejection("invalid_argument", "invalid labels '%s' with error: %s"
-                            % (label_pairs_string(ls), "invalid label name '%s'" % name))
+        new_name = name
+        if sanitize:
+            new_name, ok = sanitize_legacy_label_name(name)
+            if not ok:
+                raise _invalid(ls, "invalid label name '%s'" % name)
+        elif not name or not is_valid_utf8(name):
+            raise _invalid(ls, "invalid label name '%s'" % name)
         if not is_valid_utf8(value):
-            raise Rejection("invalid_argument", "invalid labels '%s' with error: %s"
-                            % (label_pairs_string(ls), "invalid label value '%s'" % value))
+            raise _invalid(ls, "invalid label value '%s'" % value)
         if new_name != name:
             # handleSanitizedLabel: same name and value merge; a different
             # value is a duplicate.
@@ -228,6 +240,30 @@ def validate_labels(labels):
             raise Rejection("invalid_argument", "empty value for label %r" % name)
         out.append((new_name, value))
     return sorted(out, key=lambda kv: kv[0])
+
+
+# Sample labels Pyroscope v2 keeps on samples (pprofsplit); every other
+# string sample label becomes a series label.
+SAMPLE_LEVEL_LABELS = ("span_id", "trace_id", "profile_id")
+
+
+def split_series(p, strings, labels):
+    """pkg/model/pprofsplit VisitSampleSeries: the distinct label sets the
+    samples' string labels make with the series labels (a series label of
+    the same name wins)."""
+    names = dict(labels)
+    sets = set()
+    for smp in p.sample:
+        extra = {}
+        for lab in smp.label:
+            if lab.str <= 0:
+                continue
+            key = strings[lab.key]
+            if key in SAMPLE_LEVEL_LABELS or key in names or key in extra:
+                continue
+            extra[key] = strings[lab.str]
+        sets.add(tuple(sorted(extra.items())))
+    return [list(labels) + list(extra) for extra in sorted(sets)] or [list(labels)]
 
 
 def decompress_profile(raw):
@@ -466,12 +502,27 @@ def ingest_series(state, tenant, labels, raw_profile, now_ns):
     labels.sort(key=lambda kv: kv[0])
     rate_limit(state, tenant, labels, len(data))
     summary = validate_pprof(p, len(data), labels, now_ns)
-    stored = validate_labels(labels)
+    # pprof.Normalize drops samples with a negative or no value; a profile
+    # left empty is answered success and stored nowhere.
+    kept = [smp for smp in p.sample
+            if all(v >= 0 for v in smp.value) and any(v != 0 for v in smp.value)]
+    if not kept:
+        raise NotStored()
     # Pyroscope drops __session_id__ unless validation.max-sessions-per-series
-    # is set (distributor.limitMaxSessionsPerSeries; default 0).
-    stored = [(n, v) for n, v in stored if n != "__session_id__"]
-    check_series_limit(state, tenant, stored)
-    return dict(summary, gzipped=gzipped, stored_labels=dict(stored))
+    # is set (distributor.limitMaxSessionsPerSeries; default 0), before it
+    # splits the profile by sample labels and checks each series' labels.
+    labels = [(n, v) for n, v in labels if n != "__session_id__"]
+    strings = [b[-MAX_SYMBOL_VALUE_LENGTH:].decode("utf-8") for b in p.string_table]
+    del p.sample[:]
+    p.sample.extend(kept)
+    sanitize = state.args.label_sanitization
+    series = [dict(validate_labels(ls, sanitize))
+              for ls in split_series(p, strings, labels)]
+    stored = validate_labels(labels, sanitize)
+    for one in series:
+        check_series_limit(state, tenant, sorted(one.items()))
+    return dict(summary, gzipped=gzipped, stored_labels=dict(stored),
+                stored_series=series)
 
 
 def check_series_limit(state, tenant, stored):
@@ -598,12 +649,14 @@ def handle_push(state, headers, body):
             except Rejection as r:
                 errors.append(r)
                 continue
+            except NotStored:
+                continue
             # Pyroscope stores the profile under a new UUID
             # (sendRequestsToIngester: series.ID = uuid.NewString()); `id`
             # is what the client sent.
             entries.append(dict(summary, labels=dict(labels), id=sample.ID,
                                 tenant=tenant, api="push", received_ns=now_ns))
-    if not entries and not errors:
+    if not req.series or not any(series.samples for series in req.series):
         raise Rejection("invalid_argument", "no profiles received")
     return entries, errors
 
@@ -1017,8 +1070,13 @@ def main():
                     default=INGESTION_BURST_SIZE_MB,
                     help="per-tenant burst, MiB (Pyroscope default 2): a "
                          "profile larger than this is refused with 429")
-    ap.add_argument("--max-series", type=int, default=5000,
-                    help="series per tenant (Pyroscope default 5000; 0: no limit)")
+    ap.add_argument("--max-series", type=int, default=0,
+                    help="series per tenant, as Pyroscope v1's storage limits "
+                    "them (its default 5000); 0 (default): no limit, as v2")
+    ap.add_argument("--label-sanitization", action="store_true",
+                    help="v1.x label names: [A-Za-z0-9_.] without a leading "
+                    "digit, '.' renamed '_' (v2: "
+                    "-validation.disable-label-sanitization=false)")
     ap.add_argument("--start-down", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--exit-with-parent", action="store_true",

@@ -166,13 +166,13 @@ class ProtocolTest(ReceiverTest):
         self.assertEqual(entry["stored_labels"]["service_name"], "unknown_service")
 
     def test_rejects_bad_label_names_values_and_counts(self):
-        # validate.go ValidateLabels, with Pyroscope's own messages.
+        # validate.go ValidateLabels, with Pyroscope's own messages. v2 takes
+        # any UTF-8 name as is (no sanitization by default).
         base = [("__name__", "process_cpu"), ("service_name", "app")]
-        self.assert_rejected(self.push(make_push(make_pprof(), base + [("a-b", "1")])),
-                             400, "with error: invalid label name 'a-b'")
-        # SanitizeLegacyLabelName: no leading digit.
-        self.assert_rejected(self.push(make_push(make_pprof(), base + [("1a", "1")])),
-                             400, "with error: invalid label name '1a'")
+        for name in ("a-b", "1a", "caf\u00e9"):
+            code, _, _ = self.push(make_push(make_pprof(), base + [(name, "1")]))
+            self.assertEqual(code, 200, name)
+        self.control_post("/clear")
         self.assert_rejected(self.push(make_push(make_pprof(), base + [("a", "1"), ("a", "2")])),
                              400, "has duplicate label name: 'a'")
         many = base + [("l%d" % i, "v") for i in range(29)]
@@ -189,20 +189,40 @@ class ProtocolTest(ReceiverTest):
                                                                    b"process\xffcpu")
         self.assert_rejected(self.post(req), 400, "decode")
 
-    def test_label_names_with_dots_are_renamed_like_pyroscope(self):
+    def test_label_names_with_dots_are_stored_as_sent(self):
         base = [("__name__", "process_cpu"), ("service_name", "app")]
-        code, _, _ = self.push(make_push(make_pprof(), base + [("k8s.cluster", "prod")]))
+        code, _, _ = self.push(make_push(make_pprof(), base + [("k8s.cluster", "prod"),
+                                                                ("k8s_cluster", "x")]))
         self.assertEqual(code, 200)
         [entry] = self.control_get("/accepted")
-        self.assertEqual(entry["stored_labels"]["k8s_cluster"], "prod")
-        self.assertNotIn("k8s.cluster", entry["stored_labels"])
-        # Equal after renaming: the same value merges, another is refused.
-        code, _, _ = self.push(make_push(make_pprof(), base + [("a.b", "1"), ("a_b", "1")]))
+        self.assertEqual(entry["stored_labels"]["k8s.cluster"], "prod")
+        self.assertEqual(entry["stored_labels"]["k8s_cluster"], "x")
+
+    def test_sample_labels_are_series_labels_within_the_30_names(self):
+        base = [("__name__", "process_cpu"), ("service_name", "app")]
+        many = base + [("l%d" % i, "v") for i in range(26)]
+
+        def with_sample_labels(names):
+            p = profile_pb2.Profile()
+            p.ParseFromString(make_pprof())
+            for name in names:
+                label = p.sample[0].label.add()
+                p.string_table.extend([name, "v"])
+                label.key, label.str = len(p.string_table) - 2, len(p.string_table) - 1
+            return p.SerializeToString()
+        # 28 series labels + span_id (stays on samples) + 2 promoted: 30.
+        code, _, _ = self.push(make_push(with_sample_labels(["a", "b", "span_id"]), many))
+        self.assertEqual(code, 200)
+        [entry] = self.control_get("/accepted")
+        self.assertEqual(entry["stored_series"][0]["a"], "v")
+        self.assertNotIn("span_id", entry["stored_series"][0])
+        # A series label of the same name wins and is not counted twice.
+        code, _, _ = self.push(make_push(with_sample_labels(["a", "b", "l0"]), many))
         self.assertEqual(code, 200)
         self.control_post("/clear")
-        self.assert_rejected(
-            self.push(make_push(make_pprof(), base + [("a.b", "1"), ("a_b", "2")])), 400,
-            "has duplicate label name 'a_b' after label name sanitization from 'a.b'")
+        self.assert_rejected(self.push(make_push(with_sample_labels(["a", "b", "c"]), many)),
+                             400, "has 31 label names; limit 30")
+
 
     def test_session_id_is_dropped_by_default(self):
         labels = [("__name__", "process_cpu"), ("service_name", "app"),
@@ -431,6 +451,30 @@ class RecordTest(ReceiverTest):
         self.assertEqual([l["kind"] for l in lines], ["accepted", "rejected"])
         self.assertEqual(lines[0]["labels"]["__name__"], "process_cpu")
         self.assertIn("string 0 should be empty string", lines[1]["message"])
+
+
+class LabelSanitizationTest(ReceiverTest):
+    extra_args = ["--label-sanitization"]
+
+    def test_v1_names_are_checked_and_renamed(self):
+        base = [("__name__", "process_cpu"), ("service_name", "app")]
+        self.assert_rejected(self.push(make_push(make_pprof(), base + [("a-b", "1")])),
+                             400, "with error: invalid label name 'a-b'")
+        # SanitizeLegacyLabelName: no leading digit.
+        self.assert_rejected(self.push(make_push(make_pprof(), base + [("1a", "1")])),
+                             400, "with error: invalid label name '1a'")
+        code, _, _ = self.push(make_push(make_pprof(), base + [("k8s.cluster", "prod")]))
+        self.assertEqual(code, 200)
+        [entry] = self.control_get("/accepted")
+        self.assertEqual(entry["stored_labels"]["k8s_cluster"], "prod")
+        self.assertNotIn("k8s.cluster", entry["stored_labels"])
+        # Equal after renaming: the same value merges, another is refused.
+        code, _, _ = self.push(make_push(make_pprof(), base + [("a.b", "1"), ("a_b", "1")]))
+        self.assertEqual(code, 200)
+        self.control_post("/clear")
+        self.assert_rejected(
+            self.push(make_push(make_pprof(), base + [("a.b", "1"), ("a_b", "2")])), 400,
+            "has duplicate label name 'a_b' after label name sanitization from 'a.b'")
 
 
 if __name__ == "__main__":
