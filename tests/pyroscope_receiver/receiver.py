@@ -3,7 +3,7 @@
 
 It speaks the two protocols ringprof ships with (the Connect unary Push API
 and the legacy /ingest handler), enforces the validation rules Grafana
-Pyroscope v1.21.1 applies with its default limits, with its messages (each
+Pyroscope v2.2.1 applies with its default limits, with its messages (each
 rule cites its source; README.md has the table), records every accepted
 profile and every rejection, and
 injects scriptable faults: down/up, status codes with Retry-After, slow
@@ -35,7 +35,7 @@ import zlib
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-# Grafana Pyroscope's default limits (v1.21.1 pkg/validation/limits.go,
+# Grafana Pyroscope's default limits (v2.2.1 pkg/validation/limits.go,
 # RegisterFlags).
 MAX_LABEL_NAMES_PER_SERIES = 30       # validation.max-label-names-per-series
 MAX_LABEL_NAME_LENGTH = 1024          # validation.max-length-label-name
@@ -298,7 +298,7 @@ def parse_pprof(data):
 
 
 def validate_pprof(p, size, labels, now_ns):
-    """Mirrors v1.21.1 pkg/validation/validate.go ValidateProfile (and
+    """Mirrors v2.2.1 pkg/validation/validate.go ValidateProfile (and
     validateStringTableAccess) with default limits, plus structural rules
     Pyroscope enforces later or not at all (marked "stricter"). `p` is a
     lenient Profile (string_table as bytes). Returns a summary dict."""
