@@ -12,7 +12,10 @@
 #   restart: a collector follows from the start, is stopped, and a second
 #            one takes over; the same check on the second one's output;
 #   run:     `ringprof run` to the end (default rings): live at exit in
-#            memory.pb.gz, inuse.html and top.txt.
+#            memory.pb.gz, inuse.html and top.txt; shipped to a real
+#            Grafana Pyroscope v2.2.1 (tests/pyroscope_server), which must
+#            hold each window's in-use as that window's snapshot (never a
+#            sum of windows) and the allocations' totals.
 set -uo pipefail
 
 root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
@@ -23,8 +26,10 @@ check="${root}/tests/inuse/check_inuse.py"
 work=$(mktemp -d /dev/shm/ringprof-inuse.XXXXXX 2>/dev/null ||
   mktemp -d "${TEST_TMPDIR:-/tmp}/ringprof-inuse.XXXXXX")
 pids=()
+source "${root}/tests/pyroscope_server/server_lib.sh"
 cleanup() {
   for pid in "${pids[@]}"; do kill -9 "${pid}" 2>/dev/null; done
+  stop_pyroscope
   rm -rf "${work}"
 }
 trap cleanup EXIT
@@ -111,10 +116,13 @@ window=$(last_window "${work}/second" "${workload_pid}")
 /usr/bin/python3 "${check}" "${window}" "${keep_bytes}" restart ||
   ((++failures))
 
-# --- run: live at exit ----------------------------------------------------
+# --- run: live at exit, and shipped ----------------------------------------
+start_pyroscope "${work}/server" || fail "the Pyroscope server did not start"
 timeout --kill-after=5 300 "${ringprof}" run --emitter="${emitter}" \
-  --output-dir="${work}/run" -- "${workload}" exit "${keep_mib}" 1024 1 \
+  --output-dir="${work}/run" --server-address="${pyroscope_url}" \
+  --service=inuse-run --window=2s -- "${workload}" exit "${keep_mib}" 1024 1 \
   >"${work}/run.log" 2>&1 || { cat "${work}/run.log"; fail "run failed"; }
+readback "${work}/run" inuse-run || ((++failures))
 /usr/bin/python3 "${check}" "${work}/run/memory.pb.gz" "${keep_bytes}" run ||
   ((++failures))
 [[ -s ${work}/run/inuse.html ]] || fail "run: no inuse.html"

@@ -13,7 +13,7 @@ error body (as Pyroscope's rate limiter words a 429) without reaching the
 server, so a refused push is never stored. `down()` closes the listener
 (clients get connection refused) until `up()` reopens it on the same port.
 
-Command line: `fault_proxy.py UPSTREAM_URL --ready-file PATH` writes
+Command line: `fault_proxy.py UPSTREAM_URL --ready-file PATH [--start-down]` writes
 {"url", "control"}; control endpoint: POST /down, /up, /fault (JSON
 {"status", "count", "path_contains"}), GET /stats.
 """
@@ -215,8 +215,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("upstream")
     parser.add_argument("--ready-file", required=True)
+    parser.add_argument("--start-down", action="store_true",
+                        help="start with the port closed (POST /up opens it)")
     args = parser.parse_args()
     proxy = FaultProxy(args.upstream).start()
+    if args.start_down:
+        proxy.down()
     control = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
                                               _ControlHandler)
     control.proxy = proxy

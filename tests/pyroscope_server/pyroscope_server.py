@@ -20,6 +20,7 @@ ready, and runs until SIGTERM/SIGINT (or its parent's exit).
 """
 
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -56,6 +57,13 @@ def binary_path():
             "tools/setup, or tools/pyroscope/build for the reason it cannot "
             "be built" % (VERSION, path))
     return path
+
+
+def _die_with_parent():
+    """In the child: SIGKILL when the process that started it dies, so a
+    killed test leaves no server behind (prctl PR_SET_PDEATHSIG)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _free_ports(count):
@@ -160,7 +168,8 @@ class PyroscopeServer:
             with open(self.log_path, "ab") as log:
                 self.process = subprocess.Popen(
                     argv, cwd=data, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True)
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_die_with_parent)
             self.url = "http://127.0.0.1:%d" % http_port
             if self._wait_ready():
                 self.query = query.QueryClient(self.url)

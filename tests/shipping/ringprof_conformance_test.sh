@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The real `ringprof run` / `ringprof collect` against the receiver, which
-# refuses what Grafana Pyroscope refuses (tests/pyroscope_receiver):
+# The real `ringprof run` / `ringprof collect` against a real Grafana
+# Pyroscope v2.2.1 (tests/pyroscope_server), read back through its query
+# API, and against the stand-in receiver where a server must misbehave on
+# command (tests/pyroscope_receiver, which refuses what Pyroscope refuses):
 #  1. run: a workload whose path has a byte that is not UTF-8, with
 #     --tags=k8s.cluster=prod, ships both profile types and nothing is
-#     refused; the local summary is not "no samples";
+#     refused: the server holds what the local profiles hold, the tag as
+#     `k8s.cluster`, the mapping's name with U+FFFD, no pid label; the
+#     local summary is not "no samples";
 #  2. collect (sidecar): the same workload, preloaded, same result;
 #  3. burst: against a server whose ingestion burst is 4 KiB, with
 #     --max-request-bytes=4K, every profile is trimmed to fit and accepted
@@ -18,10 +22,12 @@ RINGPROF=${PWD}/collector/ringprof
 EMITTER=${PWD}/emitter/libringprof.so
 HOTLOOP=${PWD}/examples/hotloop/hotloop
 RECEIVER=${PWD}/tests/pyroscope_receiver/receiver.py
+source tests/pyroscope_server/server_lib.sh
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/conformance.XXXXXX")
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -KILL "${p}" 2>/dev/null || true; done
+  stop_pyroscope
 }
 trap cleanup EXIT
 
@@ -75,48 +81,54 @@ mkdir -p "${bad_dir}"
 cp "${HOTLOOP}" "${bad_dir}/app"
 app="${bad_dir}/app"
 
-both_types_nothing_refused='
-assert not rejected, "refused: %s" % rejected
-names = {a["labels"]["__name__"] for a in accepted}
-assert names == {"process_cpu", "memory"}, names
-for a in accepted:
-    s = a["stored_labels"]
-    assert s["k8s_cluster"] == "prod", s
-    assert s["service_name"] == "app", s
-    assert "pid" not in s, s
-    assert len(a["labels"]["__session_id__"]) == 16, a["labels"]
-    assert any("bin_caf\ufffd/app" in f for f in a["mapping_files"]), a["mapping_files"]
-'
+# stored SERVICE OUT_DIR LOG: what the server stored for SERVICE is what the
+# run's local profiles hold (readback.py), with the labels and names above.
+stored() {
+  grep -qE "rejected|invalid" "$3" && fail "a profile was refused: $(grep -E 'rejected|invalid' "$3")"
+  readback "$2" "$1" >"${work}/readback-$1.log" 2>&1 ||
+    { cat "${work}/readback-$1.log"; fail "the server does not hold what $1 profiled"; }
+  /usr/bin/python3 - "${pyroscope_url}" "$1" <<'PY' || fail "labels or names of $1 differ"
+import sys, time
+sys.path.insert(0, "tests/pyroscope_server")
+import query
+client, service = query.QueryClient(sys.argv[1]), sys.argv[2]
+now = int(time.time() * 1000)
+selector = '{service_name="%s"}' % service
+series = client.series([selector], now - 3600000, now + 60000)
+assert {s["__name__"] for s in series} == {"process_cpu", "memory"}, series
+for s in series:
+    assert s.get("k8s.cluster") == "prod", s
+    assert "pid" not in s and "__session_id__" not in s, s
+profile = client.select_merge_profile(query.CPU, selector, now - 3600000,
+                                      now + 60000)
+strings = profile.get("stringTable", [])
+assert any("bin_caf\ufffd/app" in s for s in strings), [s for s in strings if "bin_caf" in s]
+PY
+}
+
+start_pyroscope "${work}/server" || fail "the Pyroscope server did not start"
 
 # 1. ringprof run.
-start_receiver r1
-(cd "${work}" && "${RINGPROF}" run --server-address="${r1_url}" \
-  --output-dir="${work}/out1" --emitter="${EMITTER}" \
+(cd "${work}" && "${RINGPROF}" run --server-address="${pyroscope_url}" \
+  --output-dir="${work}/out1" --emitter="${EMITTER}" --service=conformance-run \
   --tags=k8s.cluster=prod -- "${app}" 20 >"${work}/run1.log" 2>&1) ||
   fail "ringprof run failed"
 grep -q "no samples were recorded" "${work}/run1.log" && fail "run claims no samples"
-grep -q "invalid" "${work}/run1.log" && fail "a profile was invalid"
-check "${r1_control}" "${both_types_nothing_refused}"
+stored conformance-run "${work}/out1" "${work}/run1.log"
 
 # 2. ringprof collect as a sidecar.
-start_receiver r2
 mkdir -p "${work}/rings"
-"${RINGPROF}" collect --ring-dir="${work}/rings" --server-address="${r2_url}" \
-  --tags=k8s.cluster=prod --window=2s >"${work}/collect2.log" 2>&1 &
+"${RINGPROF}" collect --ring-dir="${work}/rings" --server-address="${pyroscope_url}" \
+  --output-dir="${work}/out2" --tags=k8s.cluster=prod --window=2s \
+  >"${work}/collect2.log" 2>&1 &
 collect_pid=$!
 pids+=("${collect_pid}")
-LD_PRELOAD="${EMITTER}" RINGPROF_DIR="${work}/rings" "${app}" 20 \
+LD_PRELOAD="${EMITTER}" RINGPROF_DIR="${work}/rings" \
+  RINGPROF_SERVICE_NAME=conformance-collect "${app}" 20 \
   >"${work}/app2.log" 2>&1 || fail "workload failed under the emitter"
-has_both() {
-  curl -sf "${r2_control}/accepted" | /usr/bin/python3 -c '
-import json, sys
-names = {a["labels"]["__name__"] for a in json.load(sys.stdin)}
-sys.exit(0 if names >= {"process_cpu", "memory"} else 1)'
-}
-wait_for 30 has_both || fail "collect did not ship both profile types"
 kill -TERM "${collect_pid}"
 wait "${collect_pid}" || fail "ringprof collect exited with $? on SIGTERM"
-check "${r2_control}" "${both_types_nothing_refused}"
+stored conformance-collect "${work}/out2" "${work}/collect2.log"
 
 # 3. A server whose burst is 4 KiB: profiles are trimmed, not refused.
 start_receiver r3 --ingestion-burst-size-mb 0.00390625

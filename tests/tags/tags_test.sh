@@ -10,7 +10,10 @@
 # on where a clock read measures slow, which a loaded machine can make it
 # look): a covered tick charges all CPU since the thread's previous sample
 # to the allocation's tags, and measured /heavy of /light+/heavy at
-# 0.84-0.93 against 0.75 (emitter/README.md, "Tags").
+# 0.84-0.93 against 0.75 (emitter/README.md, "Tags"). The run also ships to
+# a real Grafana Pyroscope v2.2.1 (tests/pyroscope_server), which must hold
+# what the local profiles hold: totals, hot functions, and per endpoint tag
+# (a series label there) the same CPU and bytes.
 #
 # Usage: tags_test.sh timer|alloc
 set -uo pipefail
@@ -18,7 +21,12 @@ set -uo pipefail
 mode=${1:?timer|alloc}
 root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
 work=$(mktemp -d /tmp/ringprof-tags.XXXXXX)
-trap 'rm -rf "${work}"' EXIT
+source "${root}/tests/pyroscope_server/server_lib.sh"
+trap 'stop_pyroscope; rm -rf "${work}"' EXIT
+if ! start_pyroscope "${work}/server"; then
+  echo "FAIL: the Pyroscope server did not start"
+  exit 1
+fi
 server="${root}/examples/tagged/tagged_server"
 
 # Without the emitter: runs, exits 0, knows ringprof is absent.
@@ -39,6 +47,7 @@ hz=1000 check=shares
 # has ~700 samples, a standard error of ~4% against the 15% bound.
 RINGPROF_CPU_COVER=0 RINGPROF_SAMPLE_BYTES=65536 RINGPROF_CPU_HZ=${hz} timeout --kill-after=5 200 "${root}/collector/ringprof" \
   run --output-dir="${work}/out" --emitter="${root}/emitter/libringprof.so" \
+  --server-address="${pyroscope_url}" --service="tags-${mode}" \
   -- "${server}" --seconds=60 --cpu_ms=1500 --threads=2 --fork_ms=300 \
   --truth="${work}/truth.json" >"${work}/run.txt" 2>&1
 status=$?
@@ -49,4 +58,9 @@ if ((status != 0)); then
 fi
 /usr/bin/python3 "${root}/tests/tags/check_tags.py" "${work}/truth.json" \
   "${work}/out" 0.05 "${check}" || exit 1
+if grep -qE "rejected|invalid" "${work}/run.txt"; then
+  echo "FAIL: the server refused a profile"
+  exit 1
+fi
+readback "${work}/out" "tags-${mode}" --tag endpoint || exit 1
 echo PASS
