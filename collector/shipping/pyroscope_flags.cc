@@ -279,8 +279,10 @@ absl::Status QueueOptionsFromFlags(PyroscopeSinkOptions* options) {
         "least 4K (K/M/G suffixes)");
   }
   o.max_request_bytes = *request_bytes;
-  absl::StatusOr<uint64_t> rate =
-      ParseByteSize(absl::GetFlag(FLAGS_upload_rate));
+  const std::string rate_text = absl::GetFlag(FLAGS_upload_rate);
+  absl::StatusOr<uint64_t> rate = absl::StripAsciiWhitespace(rate_text) == "0"
+                                      ? uint64_t{0}
+                                      : ParseByteSize(rate_text);
   if (!rate.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--upload-rate / RINGPROF_UPLOAD_RATE: ", rate.status().message()));

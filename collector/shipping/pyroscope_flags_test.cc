@@ -35,7 +35,8 @@ class PyroscopeFlagsTest : public ::testing::Test {
           "PYROSCOPE_HTTP_HEADERS", "RINGPROF_SPOOL_MAX_BYTES",
           "RINGPROF_LEGACY_INGEST", "RINGPROF_UPLOAD_TIMEOUT",
           "RINGPROF_PID_LABEL", "RINGPROF_MAX_REQUEST_BYTES",
-          "PYROSCOPE_SERVICE_GIT_REF", "RINGPROF_METRICS_PORT"}) {
+          "RINGPROF_UPLOAD_RATE", "PYROSCOPE_SERVICE_GIT_REF",
+          "RINGPROF_METRICS_PORT"}) {
       unsetenv(env);
     }
     absl::SetFlag(&FLAGS_server_address, "");
@@ -253,6 +254,21 @@ TEST_F(PyroscopeFlagsTest, LegacyIngestRefusesNamesItsParserCannotCarry) {
               HasSubstr("route"));
   SetEnv("PYROSCOPE_TAGS", "route=a_b");
   EXPECT_TRUE(PyroscopeSinkOptionsFromFlags().ok());
+}
+
+TEST_F(PyroscopeFlagsTest, UploadRate) {
+  SetEnv("PYROSCOPE_SERVER_ADDRESS", "http://pyroscope:4040");
+  auto options = PyroscopeSinkOptionsFromFlags();
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ((*options)->upload_bytes_per_second, 4u << 20);  // the server's
+  SetEnv("RINGPROF_UPLOAD_RATE", "512K");
+  EXPECT_EQ((*PyroscopeSinkOptionsFromFlags())->upload_bytes_per_second,
+            512u << 10);
+  SetEnv("RINGPROF_UPLOAD_RATE", "0");
+  EXPECT_EQ((*PyroscopeSinkOptionsFromFlags())->upload_bytes_per_second, 0u);
+  SetEnv("RINGPROF_UPLOAD_RATE", "fast");
+  EXPECT_THAT(PyroscopeSinkOptionsFromFlags().status().message(),
+              HasSubstr("--upload-rate"));
 }
 
 TEST_F(PyroscopeFlagsTest, ByteSizes) {
