@@ -58,11 +58,12 @@ CONNECT_STATUS = {
     "permission_denied": 403,
     "not_found": 404,
     "resource_exhausted": 429,
+    "unknown": 500,
     "internal": 500,
     "unimplemented": 501,
     "unavailable": 503,
 }
-STATUS_CONNECT = {v: k for k, v in CONNECT_STATUS.items()}
+STATUS_CONNECT = {v: k for k, v in CONNECT_STATUS.items() if k != "unknown"}
 
 
 def load_protos():
@@ -268,7 +269,9 @@ def split_series(p, strings, labels):
 
 def decompress_profile(raw):
     """pprof.RawFromBytesWithLimit: gzip detected by magic; the
-    uncompressed size is limited (default 4 MiB)."""
+    uncompressed size is limited (default 4 MiB: a validation error, 400).
+    A corrupt gzip stream is not a validation error: Connect answers it
+    500 "unknown" (distributor.Push)."""
     if raw[:2] != b"\x1f\x8b":
         data, gzipped = raw, False
     else:
@@ -276,10 +279,9 @@ def decompress_profile(raw):
             d = zlib.decompressobj(16 + zlib.MAX_WBITS)
             data = d.decompress(raw, MAX_PROFILE_SIZE_BYTES + 1)
             if not d.eof and len(data) <= MAX_PROFILE_SIZE_BYTES:
-                raise Rejection("invalid_argument",
-                                "failed to decompress profile: unexpected EOF")
+                raise Rejection("unknown", "copy to buffer: unexpected EOF")
         except zlib.error as e:
-            raise Rejection("invalid_argument", "failed to decompress profile: %s" % e)
+            raise Rejection("unknown", "copy to buffer: %s" % e)
         gzipped = True
     if len(data) > MAX_PROFILE_SIZE_BYTES:
         raise Rejection("invalid_argument",
@@ -289,11 +291,12 @@ def decompress_profile(raw):
 
 
 def parse_pprof(data):
+    """A pprof that does not decode: 500 "unknown" (not a validation error)."""
     p = profile_lenient_pb2.Profile()
     try:
         p.ParseFromString(data)
     except Exception as e:  # pylint: disable=broad-except
-        raise Rejection("invalid_argument", "failed to parse profile: %s" % e)
+        raise Rejection("unknown", "failed to parse profile: %s" % e)
     return p
 
 

@@ -298,14 +298,19 @@ class ProtocolTest(ReceiverTest):
              "actual: 16001, limit: 16000)"),
             (make_pprof(time_nanos=time.time_ns() - 2 * 3600 * 10**9), window),
             (make_pprof(time_nanos=time.time_ns() + 3600 * 10**9), window),
-            (b"\x1f\x8bnot really gzip", "decompress"),
-            (b"\x0a\xff\xff", "parse"),
         ]
         for raw, fragment in cases:
             with self.subTest(fragment):
                 req = make_push(b"", gz=False)
                 req.series[0].samples[0].raw_profile = raw
                 self.assert_rejected(self.push(req), 400, fragment)
+        # A profile that does not decode is not a validation error: 500.
+        for raw, fragment in ((b"\x1f\x8bnot really gzip", "copy to buffer"),
+                              (b"\x0a\xff\xff", "parse")):
+            with self.subTest(fragment):
+                req = make_push(b"", gz=False)
+                req.series[0].samples[0].raw_profile = raw
+                self.assert_rejected(self.push(req), 500, fragment)
 
     def test_rejects_oversized_profile(self):
         p = profile_pb2.Profile()

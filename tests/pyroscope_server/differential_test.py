@@ -220,6 +220,7 @@ CORPUS = [
     ("1 hour in the future", case(profile=profile_with(
         set_attr(["time_nanos"], time.time_ns() + 3600 * 10**9)))),
     ("2.5 MiB uncompressed (over the burst)", case(profile=big(5 << 19))),
+    ("4.5 MiB uncompressed (over the size limit)", case(profile=big(9 << 19))),
     ("corrupt raw_profile", case(raw=b"\x0a\xff\xff\xff\xff\x0f garbage")),
     ("corrupt gzip raw_profile", case(raw=b"\x1f\x8b\x08\x00garbage")),
     ("no series", case(body=b"")),
@@ -271,8 +272,9 @@ def receiver_stored(control):
         service = labels.get("service_name") or labels.get("job")
         if labels.get("service_name") == "unknown_service":
             service = labels.get("job", service)
-        out.setdefault(service, set()).update(
-            k for k in labels if not k.startswith("__") or k == "__name__")
+        for series in entry["stored_series"]:
+            out.setdefault(service, set()).update(
+                k for k in series if not k.startswith("__") or k == "__name__")
     return out
 
 

@@ -104,7 +104,11 @@ def _flags(data, http_port, grpc_port, memberlist_port, raft_port):
         "-memberlist.leave-timeout=1s",
         "-storage.backend=filesystem",
         "-storage.filesystem.dir=%s/objects" % data,
-        "-pyroscopedb.data-path=%s/head" % data,
+        # v2 storage: the write path of v2.2.1's default (v1-v2-dual) and
+        # its query backend for every query. (The default routes a tenant's
+        # queries to the v1 read path until the metastore has v2 data for
+        # it, and caches "no data yet" for a minute.)
+        "-architecture.storage=v2",
         "-metastore.address=127.0.0.1:%d/%s" % (grpc_port, node),
         "-metastore.data-dir=%s/metastore" % data,
         "-metastore.raft.dir=%s/raft" % data,
@@ -119,23 +123,13 @@ def _flags(data, http_port, grpc_port, memberlist_port, raft_port):
         "-segment-writer.lifecycler.addr=127.0.0.1",
         "-segment-writer.lifecycler.ID=" + node,
         "-segment-writer.heartbeat-period=1s",
-        "-ingester.min-ready-duration=0",
-        "-ingester.lifecycler.addr=127.0.0.1",
-        "-ingester.lifecycler.ID=" + node,
         "-distributor.ring.instance-addr=127.0.0.1",
         "-distributor.ring.instance-id=" + node,
         "-distributor.ring.heartbeat-period=1s",
         "-overrides-exporter.ring.instance-addr=127.0.0.1",
         "-overrides-exporter.ring.instance-id=" + node,
         "-query-frontend.instance-addr=127.0.0.1",
-        "-query-scheduler.ring.instance-addr=127.0.0.1",
-        "-query-scheduler.ring.instance-id=" + node,
-        "-store-gateway.sharding-ring.instance-addr=127.0.0.1",
-        "-store-gateway.sharding-ring.instance-id=" + node,
-        "-compactor.ring.instance-addr=127.0.0.1",
-        "-compactor.ring.instance-id=" + node,
-        "-compactor.data-dir=%s/compactor" % data,
-        "-blocks-storage.bucket-store.sync-dir=%s/sync" % data,
+        "-query-backend.address=127.0.0.1:%d" % grpc_port,
     ]
 
 

@@ -35,7 +35,10 @@ class QueryClient:
     def call(self, method, request):
         """POST /querier.v1.QuerierService/METHOD with a JSON request;
         returns the decoded JSON answer."""
+        # allow-utf8-labelnames: as Grafana asks, so that label names
+        # outside Prometheus' legacy charset (k8s.cluster) are listed too.
         headers = {"Content-Type": "application/json",
+                   "Accept": "application/json; allow-utf8-labelnames=true",
                    "Connect-Protocol-Version": "1"}
         if self.tenant:
             headers["X-Scope-OrgID"] = self.tenant
