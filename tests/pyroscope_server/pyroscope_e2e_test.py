@@ -162,7 +162,8 @@ def case_faults(case):
     collector = subprocess.Popen(
         [RINGPROF, "collect", "--ring-dir=" + rings, "--output-dir=" + out,
          "--server-address=" + proxy.url, "--window=1s",
-         "--spool-dir=" + os.path.join(case.work, "spool"),
+         # The backlog in memory: the flush at SIGTERM must deliver it all
+         # (a disk spool would be left for the next collector).
          "--upload-attempts=100", "--shutdown-deadline=120s"],
         stdout=log, stderr=subprocess.STDOUT)
     workload = subprocess.Popen(
