@@ -22,7 +22,7 @@ TEST(TagLabelerTest, TagsBecomeSortedSampleLabelsWithTheSpanId) {
   const uint32_t id = labeler.LabelsFor(5, 0xabc);
   ASSERT_NE(id, 0u);
   EXPECT_THAT(labeler.labels(id),
-              ElementsAre(Pair("k8s_team", "web"), Pair("route", "/a"),
+              ElementsAre(Pair("k8s.team", "web"), Pair("route", "/a"),
                           Pair("span_id", "0000000000000abc")));
   EXPECT_EQ(labeler.LabelsFor(5, 0xabc), id);
   EXPECT_NE(labeler.LabelsFor(5, 0), id);
@@ -42,7 +42,7 @@ TEST(TagLabelerTest, RefusesWhatTheRulesRefuse) {
                                      {"a_b", "2"},
                                      {"ok", "yes"}}));
   EXPECT_THAT(labeler.labels(labeler.LabelsFor(1, 0)),
-              ElementsAre(Pair("a_b", "1"), Pair("ok", "yes")));
+              ElementsAre(Pair("a.b", "1"), Pair("ok", "yes")));
   EXPECT_EQ(labeler.stats().labels_dropped, 7u);
 }
 

@@ -200,8 +200,10 @@ def case_trimmed(case):
     log = os.path.join(case.work, "trimmed.log")
     run([RINGPROF, "run", "--server-address=" + case.server.url,
          "--output-dir=" + out, "--emitter=" + EMITTER,
-         "--service=e2e-trimmed", "--max-request-bytes=8K", "--", TAGGED,
-         "--seconds=3", "--threads=2", "--spans=1"], log)
+         "--service=e2e-trimmed", "--max-request-bytes=4K", "--", TAGGED,
+         "--seconds=6", "--threads=2", "--spans=1"], log,
+        # 1000 Hz for 6 s: enough stacks and spans for profiles over 4K.
+        env=dict(os.environ, RINGPROF_CPU_HZ="1000"))
     case.expect("to stay under the request budget" in read(log),
                 "a profile was trimmed")
     start, end = now_ms() - 600000, now_ms() + 60000
