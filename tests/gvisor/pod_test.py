@@ -519,10 +519,12 @@ def check(args, out, receiver):
         labels = entry.get("labels", {})
         by_service.setdefault(labels.get("service_name"), {}).setdefault(
             labels.get("__name__"), []).append(entry["summary"])
-        checks.expect(labels.get("runtime") == "gvisor" and
-                      labels.get("namespace") == "default",
-                      "the manifest's PYROSCOPE_TAGS arrive (%s)" % labels) \
-            if entry is accepted[0] else None
+    tagged = [e for e in accepted
+              if e.get("labels", {}).get("runtime") == "gvisor" and
+              e["labels"].get("namespace") == "default"]
+    checks.expect(accepted and len(tagged) == len(accepted),
+                  "the manifest's PYROSCOPE_TAGS (namespace, runtime) on every "
+                  "series (%d of %d)" % (len(tagged), len(accepted)))
     service = e2e.Workload("orders-server", None, None, HOT_FUNCTIONS)
     e2e.check_profiles(checks, [service], by_service)
     return checks
