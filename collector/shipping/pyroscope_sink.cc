@@ -381,7 +381,8 @@ bool PyroscopeSink::SendOldest(bool from_backlog) {
     return true;
   }
 
-  size_t cost = record->pprof().size();
+  // A prebuilt body (OTLP) stands in for the pprof it was made from.
+  size_t cost = record->pprof().size() + record->body().size();
   for (const types::v1::LabelPair& l : record->labels()) {
     cost += l.name().size() + l.value().size();
   }
