@@ -261,6 +261,7 @@ def case_outage(server, work, checks):
 
 
 def main():
+    pyroscope_server.skip_unless_available()
     work = tempfile.mkdtemp(prefix="pyroscope-otlp-",
                             dir=os.environ.get("TEST_TMPDIR"))
     checks = Checks()

@@ -291,6 +291,7 @@ def server_stored(client, services, start_ms, end_ms):
 
 
 def main():
+    pyroscope_server.skip_unless_available()
     work = tempfile.mkdtemp(prefix="differential-",
                             dir=os.environ.get("TEST_TMPDIR"))
     stand_in, receiver_url, control = start_receiver(work)

@@ -228,6 +228,7 @@ CASES = [case_run, case_collect, case_inuse, case_faults, case_trimmed]
 
 
 def main():
+    pyroscope_server.skip_unless_available()
     work = tempfile.mkdtemp(prefix="pyroscope-e2e-",
                             dir=os.environ.get("TEST_TMPDIR"))
     failed = []

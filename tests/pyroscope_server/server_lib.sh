@@ -1,6 +1,8 @@
 # Sourced by shell tests: a real Pyroscope server (pyroscope_server.py).
 #
 #   source "${root}/tests/pyroscope_server/server_lib.sh"
+#   require_pyroscope     # no server binary on this machine: skipped, exit 0
+#   pyroscope_available   # the same test as a condition (reports nothing)
 #   start_pyroscope DIR [--flag=-server.flag=value]...   # sets pyroscope_url
 #   readback OUT_DIR SERVICE [--tag NAME] [--spans]      # readback.py
 #
@@ -10,6 +12,20 @@
 _pyroscope_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 pyroscope_pid=""
 pyroscope_url=""
+
+# The test ends here, reported skipped with the reason (JUnit notrun), when
+# tools/pyroscope/build could not build the server on this machine.
+require_pyroscope() {
+  /usr/bin/python3 "${_pyroscope_dir}/pyroscope_server.py" skip-unless-available
+  local status=$?
+  ((status == 3)) && exit 0
+  return "${status}"
+}
+
+pyroscope_available() {
+  XML_OUTPUT_FILE="" /usr/bin/python3 "${_pyroscope_dir}/pyroscope_server.py" \
+    skip-unless-available >/dev/null
+}
 
 start_pyroscope() {
   local dir=$1

@@ -51,6 +51,7 @@ spool_files() { find "${work}/spool" -name '*.rpspool' 2>/dev/null | wc -l; }
 spool_empty() { [[ $(spool_files) -eq 0 ]]; }
 exited() { ! kill -0 "$1" 2>/dev/null; }
 
+require_pyroscope
 start_pyroscope "${work}/server" || fail "the Pyroscope server did not start"
 /usr/bin/python3 "${PROXY}" "${pyroscope_url}" --start-down \
   --ready-file "${work}/proxy.json" >"${work}/proxy.log" 2>&1 &

@@ -23,6 +23,7 @@ root="${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}"
 work=$(mktemp -d /tmp/ringprof-tags.XXXXXX)
 source "${root}/tests/pyroscope_server/server_lib.sh"
 trap 'stop_pyroscope; rm -rf "${work}"' EXIT
+require_pyroscope
 if ! start_pyroscope "${work}/server"; then
   echo "FAIL: the Pyroscope server did not start"
   exit 1
