@@ -32,15 +32,18 @@ using ringprof::emitter::ForgetFd;
 using ringprof::emitter::g_wait_next;
 using ringprof::emitter::SampleWait;
 using ringprof::emitter::WaitClock;
+using ringprof::emitter::WaitNext;
 using ringprof::emitter::WaitProfileOn;
 using ringprof::ringfile::WaitKind;
 
 inline bool BlockProfileOn() { return WaitProfileOn(WaitKind::kBlock); }
 
-template <typename Call>
-inline auto Timed(Call call) {
+// The timed path, apart so that a wrapper that only forwards needs no
+// stack frame: calls the table entry `Next` and samples the wait.
+template <auto Next, typename... Args>
+__attribute__((noinline)) auto Timed(Args... args) {
   const uint64_t start = WaitClock();
-  const auto result = call();
+  const auto result = (g_wait_next.*Next)(args...);
   SampleWait(WaitKind::kBlock, start);
   return result;
 }
@@ -55,7 +58,7 @@ inline bool ZeroTimespec(const struct timespec* t) {
 #define RINGPROF_ALWAYS_TIMED(ret, name, params, args)   \
   RINGPROF_EXPORT ret name params {                      \
     if (!BlockProfileOn()) return g_wait_next.name args; \
-    return Timed([&] { return g_wait_next.name args; }); \
+    return Timed<&WaitNext::name> args;                  \
   }
 // Timed when `may_wait` holds (the profile on).
 #define RINGPROF_TIMED_IF(ret, name, params, args, may_wait) \
@@ -63,7 +66,7 @@ inline bool ZeroTimespec(const struct timespec* t) {
     if (!BlockProfileOn() || !(may_wait)) {                  \
       return g_wait_next.name args;                          \
     }                                                        \
-    return Timed([&] { return g_wait_next.name args; });     \
+    return Timed<&WaitNext::name> args;                      \
   }
 
 RINGPROF_ALWAYS_TIMED(int, pthread_cond_wait,
@@ -103,7 +106,7 @@ RINGPROF_EXPORT int sem_wait(sem_t* sem) {
   const int saved_errno = errno;
   if (g_wait_next.sem_trywait(sem) == 0) return 0;
   errno = saved_errno;
-  return Timed([&] { return g_wait_next.sem_wait(sem); });
+  return Timed<&WaitNext::sem_wait>(sem);
 }
 
 RINGPROF_TIMED_IF(int, poll, (struct pollfd * fds, nfds_t count, int timeout),

@@ -26,6 +26,7 @@ namespace {
 using ringprof::emitter::g_wait_next;
 using ringprof::emitter::SampleWait;
 using ringprof::emitter::WaitClock;
+using ringprof::emitter::WaitNext;
 using ringprof::emitter::WaitProfileOn;
 using ringprof::ringfile::WaitKind;
 
@@ -39,12 +40,13 @@ inline bool ValidDeadline(clockid_t clock, const struct timespec* when) {
          when != nullptr && when->tv_nsec >= 0 && when->tv_nsec < 1000000000;
 }
 
-// The contended path, apart so that the uncontended one stays a few
-// instructions: times `lock` and samples the wait.
-template <typename Lock>
-__attribute__((noinline)) int TimedLock(Lock lock) {
+// The contended path, apart so that the uncontended one needs no stack
+// frame: times the lock function (the table entry `Next`) and samples the
+// wait.
+template <auto Next, typename... Args>
+__attribute__((noinline)) int TimedLock(Args... args) {
   const uint64_t start = WaitClock();
-  const int result = lock();
+  const int result = (g_wait_next.*Next)(args...);
   SampleWait(WaitKind::kLock, start);
   return result;
 }
@@ -57,7 +59,7 @@ __attribute__((noinline)) int TimedLock(Lock lock) {
     if (!LockProfileOn() || !(may_try)) return g_wait_next.name args; \
     const int tried = g_wait_next.trylock(lock);                      \
     if (__builtin_expect(tried != EBUSY, 1)) return tried;            \
-    return TimedLock([&] { return g_wait_next.name args; });          \
+    return TimedLock<&WaitNext::name> args;                           \
   }
 
 RINGPROF_LOCK_WRAPPER(pthread_mutex_lock, pthread_mutex_trylock,

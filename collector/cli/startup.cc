@@ -53,6 +53,14 @@ void PrintLocalOutput(const LocalSink& local, const LocalOutput& out,
     std::fprintf(stderr, "ringprof: live at exit:       %s\n",
                  out.inuse_flamegraph.c_str());
   }
+  if (!out.mutex_flamegraph.empty()) {
+    std::fprintf(stderr, "ringprof: lock contention:    %s\n",
+                 out.mutex_flamegraph.c_str());
+  }
+  if (!out.block_flamegraph.empty()) {
+    std::fprintf(stderr, "ringprof: blocking calls:     %s\n",
+                 out.block_flamegraph.c_str());
+  }
   // What the emitters recorded about their environment (once each).
   for (const std::string& line : EnvironmentFactLines()) {
     std::fprintf(stderr, "ringprof: environment: %s\n", line.c_str());

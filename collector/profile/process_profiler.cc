@@ -41,7 +41,7 @@ struct FileMetrics {
       "Ring records that failed to decode and were skipped.");
   Counter& samples_read = Metrics::Get().GetCounter(
       "ringprof_samples_read_total",
-      "Allocation and CPU samples read from ring files.");
+      "Allocation, CPU and wait samples read from ring files.");
   Counter& emitter_lost = Metrics::Get().GetCounter(
       "ringprof_emitter_lost_samples_total",
       "Samples the emitters reported they could not record.");
@@ -207,6 +207,28 @@ void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
   Contributes(window, record);
   Slot(window.aggregates.timer_cpu_ns, stack) +=
       static_cast<int64_t>(sample.head.cpu_period_ns);
+}
+
+void ProcessProfiler::OnWaitSample(const ringfile::RecordView& record,
+                                   const ringfile::WaitSampleView& sample) {
+  metrics().samples_read.Add(1);
+  const int64_t unix_ns = info_.ToRealtimeNs(sample.head.monotonic_ns);
+  if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
+  ++stats_.wait_samples;
+  const uint32_t stack = stacks_.Intern(
+      sample.frames, /*exact_leaf=*/false,
+      (sample.head.flags & ringfile::kSampleTruncated) != 0,
+      labeler_.LabelsFor(sample.head.tag_set, sample.head.span_id));
+  Window& window = WindowAt(unix_ns);
+  Contributes(window, record);
+  const bool lock =
+      sample.head.kind == static_cast<uint16_t>(ringfile::WaitKind::kLock);
+  WaitTotals& totals =
+      Slot(lock ? window.aggregates.mutex : window.aggregates.block, stack);
+  const WaitTotals weight =
+      WaitSampleWeight(sample.head.wait_ns, sample.head.sample_ns);
+  totals.waits += weight.waits;
+  totals.delay_ns += weight.delay_ns;
 }
 
 void ProcessProfiler::OnModuleMap(const ringfile::RecordView& /*record*/,

@@ -13,6 +13,9 @@
 //     requested_size), at least 1); inuse_* a snapshot of the process's
 //     in-use heap at the window's end (InUseTracker), emitted for every
 //     window while anything is in use.
+//   * "mutex" and "block" (contentions/count, delay/nanoseconds): the
+//     window's off-CPU wait samples of each kind, weighted as
+//     wait_profiles.h says.
 // Emitter-reported losses appear as a "[lost]" frame in the memory profile.
 // Samples carry the application's tags and span id (TagSet records, the
 // samples' tag_set and span_id) as pprof sample labels, under the label
@@ -101,6 +104,7 @@ struct ProcessProfilerOptions {
 struct ProcessStats {
   uint64_t alloc_samples = 0;
   uint64_t cpu_samples = 0;
+  uint64_t wait_samples = 0;  // mutex and block
   uint64_t timing_only_samples = 0;
   uint64_t ticks_picked = 0;
   uint64_t late_samples = 0;  // too late for tick picking
@@ -175,6 +179,8 @@ class ProcessProfiler : private ringfile::RecordHandler {
                      const ringfile::AllocSampleView& sample) override;
   void OnCpuSample(const ringfile::RecordView& record,
                    const ringfile::CpuSampleView& sample) override;
+  void OnWaitSample(const ringfile::RecordView& record,
+                    const ringfile::WaitSampleView& sample) override;
   void OnModuleMap(const ringfile::RecordView& record,
                    const ringfile::ModuleMapView& map) override;
   void OnModuleUnmap(const ringfile::RecordView& record,

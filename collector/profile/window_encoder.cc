@@ -60,6 +60,10 @@ std::vector<EncodedProfile> WindowEncoder::Encode(
   std::vector<EncodedProfile> out;
   EncodeCpu(window, cpu, from, until, out);
   EncodeMemory(window, inuse, from, until, out);
+  EncodeWaits(WaitProfileName(ringfile::WaitKind::kLock), window.mutex, from,
+              until, out);
+  EncodeWaits(WaitProfileName(ringfile::WaitKind::kBlock), window.block, from,
+              until, out);
   return out;
 }
 
@@ -104,6 +108,20 @@ void WindowEncoder::EncodeMemory(const WindowAggregates& window,
   }
   if (build.builder.empty()) return;
   out.push_back({"memory", {}, build.builder.Build()});
+}
+
+void WindowEncoder::EncodeWaits(const char* name, const WaitsByStack& waits,
+                                int64_t from, int64_t until,
+                                std::vector<EncodedProfile>& out) {
+  if (waits.empty()) return;
+  Build build = Start(WaitProfileSpec(), from, until);
+  for (const auto& [stack, totals] : waits) {
+    int64_t values[2];
+    WaitSampleValues(totals, values);
+    Add(build, stack, {values[0], values[1]});
+  }
+  if (build.builder.empty()) return;
+  out.push_back({name, {}, build.builder.Build()});
 }
 
 void WindowEncoder::Add(Build& build, uint32_t stack,

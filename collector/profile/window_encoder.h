@@ -4,7 +4,8 @@
 //   heap at the window's end
 //     --Encode--> "process_cpu" (cpu/nanoseconds; from the CPU timer, or
 //                 from picked ticks), "memory" (alloc_objects, alloc_space,
-//                 inuse_objects, inuse_space)
+//                 inuse_objects, inuse_space), "mutex" and "block"
+//                 (contentions, delay: wait_profiles.h)
 //
 // Each stack is turned into pprof locations once per profile: its program
 // frames (StackTable::ProgramFrames) symbolized on first use (the symbols
@@ -34,6 +35,7 @@
 #include "collector/pprof/pprof_validate.h"
 #include "collector/profile/stack_table.h"
 #include "collector/profile/tag_labeler.h"
+#include "collector/profile/wait_profiles.h"
 #include "collector/symbolize/symbolizer.h"
 #include "proto/profile.pb.h"
 
@@ -46,6 +48,9 @@ struct WindowAggregates {
   absl::flat_hash_map<uint32_t, int64_t> timer_cpu_ns;  // CPU timer
   // (objects, bytes) allocated in the window.
   absl::flat_hash_map<uint32_t, std::pair<int64_t, int64_t>> alloc;
+  // Off-CPU waits: lock contention, blocking calls.
+  WaitsByStack mutex;
+  WaitsByStack block;
 };
 
 // (objects, bytes) in use, by stack id (InUseTracker::ByStack).
@@ -60,8 +65,9 @@ struct CpuSource {
 
 // One encoded profile of a window.
 struct EncodedProfile {
-  std::string name;  // the series' __name__: "process_cpu", "memory"
-  Labels labels;     // series labels of this profile type (cpu source)
+  // The series' __name__: "process_cpu", "memory", "mutex", "block".
+  std::string name;
+  Labels labels;  // series labels of this profile type (cpu source)
   perftools::profiles::Profile pprof;
 };
 
@@ -105,6 +111,8 @@ class WindowEncoder {
   void EncodeMemory(const WindowAggregates& window, const InUseByStack& inuse,
                     int64_t from, int64_t until,
                     std::vector<EncodedProfile>& out);
+  void EncodeWaits(const char* name, const WaitsByStack& waits, int64_t from,
+                   int64_t until, std::vector<EncodedProfile>& out);
   // Adds `values` (one per sample type) for `stack` with its labels.
   void Add(Build& build, uint32_t stack, absl::Span<const int64_t> values);
   void AppendStack(Build& build, uint32_t stack);

@@ -49,7 +49,10 @@ SeriesLabels BuildSeriesLabels(const SeriesLabelConfig& config,
   if (!profile.session_id.empty()) {
     Set(&labels, "__session_id__", profile.session_id);
   }
-  if (profile.name == "memory") Set(&labels, "__delta__", "false");
+  if (profile.name == "memory" || profile.name == "mutex" ||
+      profile.name == "block") {
+    Set(&labels, "__delta__", "false");
+  }
   // The collector's own per-profile labels (e.g. ringprof_cpu_source).
   for (const auto& [k, v] : profile.labels) {
     if (IsCollectorOwnedLabel(k) || HasLabel(labels, k)) continue;

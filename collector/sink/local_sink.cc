@@ -133,6 +133,14 @@ absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows) {
        "Still allocated at the end: live at exit for processes that ended, "
        "else at their last window (memory: inuse_space; sampled estimate)",
        &out.inuse_flamegraph},
+      {"mutex", "delay", "mutex.html",
+       "Time spent waiting for contended locks (mutex: delay; sampled "
+       "estimate)",
+       &out.mutex_flamegraph},
+      {"block", "delay", "block.html",
+       "Time spent blocked in condition waits, reads, poll, sleeps... "
+       "(block: delay; sampled estimate)",
+       &out.block_flamegraph},
   };
   std::map<std::string, perftools::profiles::Profile> built;
   for (const View& view : views) {

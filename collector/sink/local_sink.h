@@ -4,15 +4,18 @@
 //
 //   <out>/<service>/<pid>/<name>/<from_ms>-<until_ms>.pb.gz   every window
 //   <out>/<name>.pb.gz            all windows and processes merged
-//   <out>/top.txt                 top functions: CPU, allocated bytes, in use
+//   <out>/top.txt                 top functions: CPU, allocated bytes, in
+//                                 use, lock and blocking delay
 //   <out>/flamegraph.html         CPU flame graph (process_cpu)
 //   <out>/memory.html             allocated-bytes flame graph (alloc_space)
 //   <out>/inuse.html              in-use flame graph (inuse_space): each
 //                                 process's last snapshot (live at exit)
+//   <out>/mutex.html              lock-contention flame graph (mutex: delay)
+//   <out>/block.html              blocking-call flame graph (block: delay)
 //
-// <name> is "process_cpu" or "memory"; from/until are Unix milliseconds of
-// the window (10 s, wall-clock aligned; the last one may be shorter).
-// <service> is sanitised to [A-Za-z0-9._-].
+// <name> is "process_cpu", "memory", "mutex" or "block"; from/until are Unix
+// milliseconds of the window (10 s, wall-clock aligned; the last one may be
+// shorter). <service> is sanitised to [A-Za-z0-9._-].
 //
 // Thread-safety: Submit/Flush from the collector's processing thread;
 // Finalize after the collector stopped. Submit writes synchronously (small
@@ -38,6 +41,8 @@ struct LocalOutput {
   std::string cpu_flamegraph;      // empty when there was no CPU profile
   std::string memory_flamegraph;
   std::string inuse_flamegraph;  // empty when nothing was in use
+  std::string mutex_flamegraph;  // empty when no lock was contended
+  std::string block_flamegraph;  // empty when no call blocked
   std::string top_table;         // the text of top.txt
 };
 

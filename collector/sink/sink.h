@@ -18,7 +18,8 @@ namespace ringprof {
 namespace collector {
 
 struct WindowProfile {
-  // Pyroscope's __name__: "process_cpu" (CPU time) or "memory" (allocations).
+  // Pyroscope's __name__: "process_cpu" (CPU time), "memory" (allocations),
+  // "mutex" (lock contention) or "block" (blocking calls).
   std::string name;
   // Series labels the collector sets besides __name__: service_name,
   // ringprof_cpu_source (bounded set; never per-thread).

@@ -224,8 +224,8 @@ TEST(MutexTest, TimedVariantsTimeOutAndValidateLikeGlibc) {
   using ClockLock = int (*)(pthread_mutex_t*, clockid_t, const timespec*);
   const auto real_clocklock = Libc<ClockLock>("pthread_mutex_clocklock");
   const timespec bad = {0, 2'000'000'000};
-  for (clockid_t clock : {CLOCK_REALTIME, CLOCK_MONOTONIC,
-                          CLOCK_PROCESS_CPUTIME_ID}) {
+  for (clockid_t clock :
+       {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID}) {
     pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_t b = PTHREAD_MUTEX_INITIALIZER;
     EXPECT_EQ(pthread_mutex_clocklock(&a, clock, &bad),
@@ -325,8 +325,8 @@ TEST(SemTest, WaitTryTimedAndErrno) {
 TEST(JoinTest, ReturnValueAndErrors) {
   pthread_t thread;
   pthread_create(
-      &thread, nullptr, [](void*) -> void* { return reinterpret_cast<void*>(42); },
-      nullptr);
+      &thread, nullptr,
+      [](void*) -> void* { return reinterpret_cast<void*>(42); }, nullptr);
   void* value = nullptr;
   EXPECT_EQ(pthread_join(thread, &value), 0);
   EXPECT_EQ(value, reinterpret_cast<void*>(42));
@@ -408,9 +408,9 @@ TEST(FdTest, FilePipeAndSocketResultsAndErrno) {
   sockaddr_in address = {};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address),
-                 sizeof(address)),
-            0);
+  ASSERT_EQ(
+      bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+      0);
   socklen_t size = sizeof(address);
   getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size);
   EXPECT_EQ(accept(listener, nullptr, nullptr), -1);
@@ -419,9 +419,9 @@ TEST(FdTest, FilePipeAndSocketResultsAndErrno) {
   EXPECT_EQ(accept4(listener, nullptr, nullptr, 0), -1);
   EXPECT_EQ(errno, EAGAIN);
   const int client = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_EQ(connect(client, reinterpret_cast<sockaddr*>(&address),
-                    sizeof(address)),
-            0);
+  EXPECT_EQ(
+      connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+      0);
   pollfd ready = {listener, POLLIN, 0};
   EXPECT_EQ(poll(&ready, 1, 10000), 1);
   const int accepted = accept(listener, nullptr, nullptr);
@@ -430,9 +430,9 @@ TEST(FdTest, FilePipeAndSocketResultsAndErrno) {
   close(client);
   close(listener);
   const int refused = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_EQ(connect(refused, reinterpret_cast<sockaddr*>(&address),
-                    sizeof(address)),
-            -1);
+  EXPECT_EQ(
+      connect(refused, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+      -1);
   EXPECT_EQ(errno, ECONNREFUSED);
   close(refused);
 }
