@@ -208,6 +208,21 @@ class ProcessProfilerTest : public ::testing::Test {
     s.span_id = span_id;
     ASSERT_TRUE(rt::AppendCpuSample(writer_, s, frames, tid));
   }
+  void Wait(uint32_t tid, uint64_t t, ringfile::WaitKind kind, uint64_t wait_ns,
+            uint64_t sample_ns, std::vector<uint64_t> frames,
+            uint32_t tag_set = 0) {
+    ringfile::WaitSample s = {};
+    s.monotonic_ns = t;
+    s.tid = tid;
+    s.frame_count = static_cast<uint16_t>(frames.size());
+    s.wait_ns = wait_ns;
+    s.sample_ns = sample_ns;
+    s.kind = static_cast<uint16_t>(kind);
+    s.tag_set = tag_set;
+    ASSERT_TRUE(
+        writer_.TryAppend(RecordType::kWaitSample, &s, sizeof(s), frames.data(),
+                          static_cast<uint32_t>(8 * frames.size()), tid));
+  }
   // A TagSet record defining `id`.
   void Tags(uint32_t tid, uint32_t id,
             std::vector<std::pair<std::string, std::string>> tags) {
@@ -425,6 +440,39 @@ TEST_F(ProcessProfilerTest, CpuOfUnsampledThreadsAndCoveredTicks) {
   EXPECT_THAT(Values(*cpu[0], 0),
               UnorderedElementsAre(Pair("main;Cold()", 20 * kMs),
                                    Pair("[thread not sampled]", 70 * kMs)));
+}
+
+TEST_F(ProcessProfilerTest, WaitSamplesBecomeMutexAndBlockProfiles) {
+  using ringfile::WaitKind;
+  // Two short lock waits kept at a 1 ms rate: 1 ms and 4 waits each.
+  Wait(1, 100 * kMs, WaitKind::kLock, 250'000, kMs, {kHot, kMain});
+  Wait(2, 120 * kMs, WaitKind::kLock, 250'000, kMs, {kHot, kMain});
+  // A long blocking wait: exactly itself; another stack and window.
+  Wait(1, 130 * kMs, WaitKind::kBlock, 7 * kMs, kMs, {kCold + 1, kMain});
+  Wait(1, 10 * kSec + kMs, WaitKind::kBlock, 3 * kMs, kMs, {kCold + 1, kMain});
+  Run();
+  auto mutex = Named("mutex");
+  ASSERT_EQ(mutex.size(), 1u);
+  EXPECT_THAT(Values(*mutex[0], 0),
+              ElementsAre(Pair("main;Hot();inlined_leaf", 8)));
+  EXPECT_THAT(Values(*mutex[0], 1),
+              ElementsAre(Pair("main;Hot();inlined_leaf", 2 * kMs)));
+  auto block = Named("block");
+  ASSERT_EQ(block.size(), 2u);
+  EXPECT_THAT(Values(*block[0], 0), ElementsAre(Pair("main;Cold()", 1)));
+  EXPECT_THAT(Values(*block[0], 1), ElementsAre(Pair("main;Cold()", 7 * kMs)));
+  EXPECT_THAT(Values(*block[1], 1), ElementsAre(Pair("main;Cold()", 3 * kMs)));
+  Profile p;
+  ASSERT_TRUE(p.ParseFromString(mutex[0]->pprof));
+  EXPECT_EQ(p.string_table(p.sample_type(0).type()), "contentions");
+  EXPECT_EQ(p.string_table(p.sample_type(1).type()), "delay");
+  EXPECT_EQ(p.string_table(p.sample_type(1).unit()), "nanoseconds");
+  EXPECT_EQ(p.string_table(p.period_type().type()), "contentions");
+  EXPECT_EQ(p.string_table(p.default_sample_type()), "delay");
+  EXPECT_EQ(stats_.wait_samples, 4u);
+  // No CPU or memory profile came from them.
+  EXPECT_TRUE(Named("process_cpu").empty());
+  EXPECT_TRUE(Named("memory").empty());
 }
 
 TEST_F(ProcessProfilerTest, TimingOnlySamplesCountForTicksNotMemory) {

@@ -13,6 +13,8 @@
 //   hostile_writer labels DIR SECONDS                steady + Label records
 //       named like the collector's own labels
 //   hostile_writer deep DIR SECONDS RATE             random 128-frame stacks
+//       (allocation samples, and every other record a wait sample of a
+//       random kind, duration and sampling rate, up to absurd ones)
 //   hostile_writer junk DIR COUNT                    COUNT small rings of pids
 //       that never existed
 //   hostile_writer modules DIR SECONDS PATH...       ModuleMap records naming
@@ -278,7 +280,19 @@ int Deep(const std::string& dir, double seconds, double rate) {
   uint64_t i = 0;
   while (NowNs() < until) {
     for (uint64_t& f : frames) f = random() | 1;
-    Alloc(w, static_cast<uint32_t>(i % 4), NowNs(), frames, 128, 1000);
+    if (i % 2 == 0) {
+      Alloc(w, static_cast<uint32_t>(i % 4), NowNs(), frames, 128, 1000);
+    } else {
+      WaitSample s = {};
+      s.monotonic_ns = NowNs();
+      s.tid = static_cast<uint32_t>(i % 4);
+      s.frame_count = 128;
+      s.wait_ns = 1 + random() % (uint64_t{1} << (random() % 63));
+      s.sample_ns = 1 + random() % (uint64_t{1} << (random() % 63));
+      s.kind = static_cast<uint16_t>(1 + (i / 2) % 2);
+      w.ring.TryAppend(RecordType::kWaitSample, &s, sizeof(s), frames,
+                       sizeof(frames), s.tid);
+    }
     ++i;
     Pace(start, i, rate);
   }
