@@ -232,7 +232,7 @@ __attribute__((constructor)) void StartEmitter() {
   StartSession();
   if (!Enabled()) return;
   StartWaitProfiles(SessionConfig().mutex_sample_ns,
-                    SessionConfig().block_sample_ns);
+                    SessionConfig().block_sample_ns, GlibcVersion() != nullptr);
   if (!TakeOverShadowedAllocator()) NoteIfMallocShadowed();
   RegisterExitAndForkHandlers();
   CpuTimerInit();

@@ -13,6 +13,7 @@ namespace ringprof {
 namespace emitter {
 
 uint32_t g_wait_profiles = 0;
+bool g_glibc_lock_words = false;
 
 namespace {
 
@@ -63,8 +64,10 @@ __attribute__((noinline)) void RecordWait(ringfile::WaitKind kind,
 
 }  // namespace
 
-void StartWaitProfiles(uint64_t mutex_sample_ns, uint64_t block_sample_ns) {
+void StartWaitProfiles(uint64_t mutex_sample_ns, uint64_t block_sample_ns,
+                       bool glibc_lock_words) {
   using ringfile::WaitKind;
+  g_glibc_lock_words = glibc_lock_words;
   g_sample_ns[static_cast<int>(WaitKind::kLock)] = mutex_sample_ns;
   g_sample_ns[static_cast<int>(WaitKind::kBlock)] = block_sample_ns;
   g_wait_profiles =

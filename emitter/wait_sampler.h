@@ -38,9 +38,14 @@ inline bool WaitProfileOn(ringfile::WaitKind kind) {
                           1);
 }
 
+// True when the C library is glibc, whose lock words the lock wrappers may
+// peek at (lock_interpose.cc); written once at start.
+extern bool g_glibc_lock_words;
+
 // Turns the profiles on as configured (sample rate 0: off). From the library
 // constructor only, once the session started; also after fork (unchanged).
-void StartWaitProfiles(uint64_t mutex_sample_ns, uint64_t block_sample_ns);
+void StartWaitProfiles(uint64_t mutex_sample_ns, uint64_t block_sample_ns,
+                       bool glibc_lock_words);
 
 inline uint64_t WaitClock() { return MonotonicNowNs(); }
 

@@ -43,7 +43,7 @@ TEST(WaitSamplerTest, ConcurrentWaitsSumToTheirTotals) {
   StartSession();
   CreatePendingRing();
   ASSERT_TRUE(Enabled());
-  StartWaitProfiles(kRateNs, kRateNs);
+  StartWaitProfiles(kRateNs, kRateNs, true);
   ASSERT_TRUE(WaitProfileOn(ringfile::WaitKind::kLock));
   ASSERT_TRUE(WaitProfileOn(ringfile::WaitKind::kBlock));
 

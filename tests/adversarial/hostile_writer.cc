@@ -13,7 +13,7 @@
 //   hostile_writer labels DIR SECONDS                steady + Label records
 //       named like the collector's own labels
 //   hostile_writer deep DIR SECONDS RATE             random 128-frame stacks
-//       (allocation samples, and every other record a wait sample of a
+//       (allocation samples, and every 8th record a wait sample of a
 //       random kind, duration and sampling rate, up to absurd ones)
 //   hostile_writer junk DIR COUNT                    COUNT small rings of pids
 //       that never existed
@@ -280,7 +280,7 @@ int Deep(const std::string& dir, double seconds, double rate) {
   uint64_t i = 0;
   while (NowNs() < until) {
     for (uint64_t& f : frames) f = random() | 1;
-    if (i % 2 == 0) {
+    if (i % 8 != 7) {
       Alloc(w, static_cast<uint32_t>(i % 4), NowNs(), frames, 128, 1000);
     } else {
       WaitSample s = {};
@@ -289,7 +289,7 @@ int Deep(const std::string& dir, double seconds, double rate) {
       s.frame_count = 128;
       s.wait_ns = 1 + random() % (uint64_t{1} << (random() % 63));
       s.sample_ns = 1 + random() % (uint64_t{1} << (random() % 63));
-      s.kind = static_cast<uint16_t>(1 + (i / 2) % 2);
+      s.kind = static_cast<uint16_t>(1 + (i / 8) % 2);
       w.ring.TryAppend(RecordType::kWaitSample, &s, sizeof(s), frames,
                        sizeof(frames), s.tid);
     }
