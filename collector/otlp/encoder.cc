@@ -271,11 +271,21 @@ std::string ProfileId(const std::string& base, int index) {
   return id;
 }
 
+// The OTLP period type's type: the pprof's, or the profile's name for the
+// two profiles that share one (encoder.h).
+absl::StatusOr<std::string> PeriodTypeName(const Profile& pprof,
+                                           const TableImporter& tables,
+                                           const std::string& profile_name) {
+  if (profile_name == "mutex" || profile_name == "block") return profile_name;
+  return tables.PprofString(pprof.period_type().type());
+}
+
 absl::Status InitProfiles(const Profile& pprof, const TableImporter& tables,
-                          const std::string& profile_id, Dictionary* dict,
+                          const std::string& profile_id,
+                          const std::string& profile_name, Dictionary* dict,
                           pb::ScopeProfiles* scope) {
   absl::StatusOr<std::string> period_type =
-      tables.PprofString(pprof.period_type().type());
+      PeriodTypeName(pprof, tables, profile_name);
   absl::StatusOr<std::string> period_unit =
       tables.PprofString(pprof.period_type().unit());
   if (!period_type.ok()) return period_type.status();
@@ -324,7 +334,7 @@ int32_t ServiceAttribute(
 absl::StatusOr<ExportRequest> EncodeProfile(
     const Profile& pprof,
     const ::opentelemetry::proto::resource::v1::Resource& resource,
-    const std::string& profile_id) {
+    const std::string& profile_id, const std::string& profile_name) {
   ExportRequest request;
   Dictionary dict(request.mutable_dictionary());
   TableImporter tables(pprof, &dict);
@@ -334,7 +344,8 @@ absl::StatusOr<ExportRequest> EncodeProfile(
   *rp->mutable_resource() = resource;
   pb::ScopeProfiles* scope = rp->add_scope_profiles();
   scope->mutable_scope()->set_name(kScopeName);
-  if (absl::Status s = InitProfiles(pprof, tables, profile_id, &dict, scope);
+  if (absl::Status s =
+          InitProfiles(pprof, tables, profile_id, profile_name, &dict, scope);
       !s.ok()) {
     return s;
   }

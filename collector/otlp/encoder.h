@@ -23,7 +23,13 @@
 //     Collector re-encodes the resource with dictionary references, which
 //     Pyroscope v2.2.1 does not resolve;
 //   * profile_id is derived from `profile_id` (16 bytes), so retries of one
-//     request carry the same ids.
+//     request carry the same ids;
+//   * the lock-contention and blocking profiles (`profile_name` "mutex" and
+//     "block") share Go's period type, contentions/count. OTLP has no
+//     profile name, and Pyroscope names an OTLP profile by its period type,
+//     so both would land in one series there: for these two the period
+//     type is the profile name (mutex/count, block/count). Every other
+//     profile keeps the pprof's.
 // Resource attributes are the caller's (resource.h); keys and string values
 // go inline (KeyValue.key / string_value), as every consumer reads them.
 //
@@ -50,10 +56,12 @@ inline constexpr char kScopeName[] = "ringprof";
 // InvalidArgument when the pprof references an id it does not define or a
 // string index outside its table (the collector's own profiles never do).
 // `profile_id`: 16 bytes (shorter is zero-padded, longer cut).
+// `profile_name`: the collector's name of the profile (WindowProfile::name:
+// "process_cpu", "memory", "mutex", "block").
 absl::StatusOr<ExportRequest> EncodeProfile(
     const perftools::profiles::Profile& pprof,
     const ::opentelemetry::proto::resource::v1::Resource& resource,
-    const std::string& profile_id);
+    const std::string& profile_id, const std::string& profile_name);
 
 }  // namespace otlp
 }  // namespace collector

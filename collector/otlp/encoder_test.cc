@@ -42,7 +42,7 @@ TEST(EncodeProfile, CpuProfileKeepsTypesStacksTagsAndSpans) {
               {{"endpoint", "/checkout"}, {"span_id", "00000000000000ff"}});
   f.AddSample({1}, {10'000'000});
   absl::StatusOr<ExportRequest> r =
-      EncodeProfile(f.p, ServiceResource(), "0123456789abcdef");
+      EncodeProfile(f.p, ServiceResource(), "0123456789abcdef", "process_cpu");
   ASSERT_TRUE(r.ok()) << r.status();
 
   ASSERT_EQ(r->resource_profiles_size(), 1);
@@ -87,7 +87,8 @@ TEST(EncodeProfile, CpuProfileKeepsTypesStacksTagsAndSpans) {
 TEST(EncodeProfile, MappingCarriesBuildIdAndDictionaryStartsWithZeros) {
   PprofFixture f({{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, 1);
   f.AddSample({1}, {5});
-  absl::StatusOr<ExportRequest> r = EncodeProfile(f.p, Resource(), "");
+  absl::StatusOr<ExportRequest> r =
+      EncodeProfile(f.p, Resource(), "", "process_cpu");
   ASSERT_TRUE(r.ok()) << r.status();
   const pb::ProfilesDictionary& d = r->dictionary();
   EXPECT_EQ(d.string_table(0), "");
@@ -120,7 +121,8 @@ TEST(EncodeProfile, MemoryProfileBecomesOneProfilePerTypeWithSameTotals) {
                  {"space", "bytes"}, 0);
   f.AddSample({2, 1}, {3, 3000, 0, 0});
   f.AddSample({1}, {1, 512, 1, 512});
-  absl::StatusOr<ExportRequest> r = EncodeProfile(f.p, Resource(), "id");
+  absl::StatusOr<ExportRequest> r =
+      EncodeProfile(f.p, Resource(), "id", "memory");
   ASSERT_TRUE(r.ok()) << r.status();
   const pb::ScopeProfiles& scope = r->resource_profiles(0).scope_profiles(0);
   ASSERT_EQ(scope.profiles_size(), 4);
@@ -155,7 +157,8 @@ TEST(EncodeProfile, NumericLabelsAndTraceIdsAndBadSpanIds) {
   num->set_num(42);
   num->set_num_unit(f.Str("bytes"));
   f.AddSample({2}, {1}, {{"span_id", "not-hex"}});
-  absl::StatusOr<ExportRequest> r = EncodeProfile(f.p, Resource(), "");
+  absl::StatusOr<ExportRequest> r =
+      EncodeProfile(f.p, Resource(), "", "process_cpu");
   ASSERT_TRUE(r.ok()) << r.status();
   const pb::Profile& prof =
       r->resource_profiles(0).scope_profiles(0).profiles(0);
@@ -173,15 +176,35 @@ TEST(EncodeProfile, NumericLabelsAndTraceIdsAndBadSpanIds) {
   ASSERT_EQ(prof.samples(1).attribute_indices_size(), 1);
 }
 
+// Pyroscope names an OTLP profile by its period type: the lock-contention
+// and blocking profiles, which share Go's (contentions/count), must not.
+TEST(EncodeProfile, MutexAndBlockProfilesGetTheirOwnPeriodTypes) {
+  std::map<std::string, std::string> period_types;
+  for (const std::string name : {"mutex", "block"}) {
+    PprofFixture f({{"contentions", "count"}, {"delay", "nanoseconds"}},
+                   {"contentions", "count"}, 1);
+    f.AddSample({1}, {3, 3'000'000});
+    absl::StatusOr<ExportRequest> r = EncodeProfile(f.p, Resource(), "", name);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const pb::ScopeProfiles& scope = r->resource_profiles(0).scope_profiles(0);
+    ASSERT_EQ(scope.profiles_size(), 2);
+    for (const pb::Profile& prof : scope.profiles()) {
+      EXPECT_EQ(S(*r, prof.period_type().type_strindex()), name);
+      EXPECT_EQ(S(*r, prof.period_type().unit_strindex()), "count");
+    }
+    EXPECT_EQ(S(*r, scope.profiles(1).sample_type().type_strindex()), "delay");
+  }
+}
+
 TEST(EncodeProfile, RefusesUndefinedReferences) {
   PprofFixture f({{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, 1);
   f.AddSample({7}, {1});
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(EncodeProfile(f.p, Resource(), "").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      EncodeProfile(f.p, Resource(), "", "process_cpu").status()));
   PprofFixture g({{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, 1);
   g.p.mutable_function(0)->set_name(999);
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(EncodeProfile(g.p, Resource(), "").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      EncodeProfile(g.p, Resource(), "", "process_cpu").status()));
 }
 
 }  // namespace

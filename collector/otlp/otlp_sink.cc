@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(
     facts.executable_name = ExecutableName(pprof);
     facts.extra = extra;
     absl::StatusOr<ExportRequest> request =
-        EncodeProfile(pprof, BuildResource(facts), UuidBytes(id));
+        EncodeProfile(pprof, BuildResource(facts), UuidBytes(id), profile.name);
     if (!request.ok()) return request.status();
     return request->SerializeAsString();
   };

@@ -66,7 +66,7 @@ bool Emit(const std::string& dir, const std::string& name,
   kv = resource.add_attributes();
   kv->set_key("process.pid");
   kv->mutable_value()->set_int_value(1234);
-  auto request = EncodeProfile(p, resource, "0123456789abcdef");
+  auto request = EncodeProfile(p, resource, "0123456789abcdef", name);
   if (!request.ok()) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(),
                  std::string(request.status().message()).c_str());
