@@ -95,7 +95,7 @@ client, service = query.QueryClient(sys.argv[1]), sys.argv[2]
 now = int(time.time() * 1000)
 selector = '{service_name="%s"}' % service
 series = client.series([selector], now - 3600000, now + 60000)
-assert {s["__name__"] for s in series} == {"process_cpu", "memory"}, series
+assert {"process_cpu", "memory"} <= {s["__name__"] for s in series}, series  # + mutex/block when it waited
 for s in series:
     assert s.get("k8s.cluster") == "prod", s
     assert "pid" not in s and "__session_id__" not in s, s
@@ -145,7 +145,7 @@ grep -q "to stay under the request budget" "${work}/run3.log" ||
   fail "no profile needed trimming: the test proves nothing"
 check "${r3_control}" '
 assert not rejected, "refused: %s" % rejected
-assert {a["labels"]["__name__"] for a in accepted} == {"process_cpu", "memory"}
+assert {"process_cpu", "memory"} <= {a["labels"]["__name__"] for a in accepted}
 for a in accepted:
     cost = a["uncompressed_size"] + sum(len(k) + len(v) for k, v in a["labels"].items())
     assert cost <= 4096, cost
