@@ -160,14 +160,16 @@ for a in accepted:
 #    production, so the queue cannot grow. The memory profiles still queued
 #    at exit need their last attempts: a loaded machine leaves more of them,
 #    so the shutdown gets room for them (ringprof run fails when profiles are
-#    neither sent nor given up by then).
+#    neither sent nor given up by then). The workload (4000 rounds, about
+#    7 s on an idle machine) spans at least three windows however fast the
+#    machine is.
 start_receiver r4
 curl -sf -X POST "${r4_control}/fault" \
   -d '{"status": 500, "count": 100000, "message": "no memory profiles here",
        "when_label": ["__name__", "memory"]}' >/dev/null
 (cd "${work}" && "${RINGPROF}" run --server-address="${r4_url}" \
   --output-dir="${work}/out4" --emitter="${EMITTER}" --window=2s \
-  --upload-attempts=2 --shutdown-deadline=60s -- "${app}" 1500 \
+  --upload-attempts=2 --shutdown-deadline=60s -- "${app}" 4000 \
   >"${work}/run4.log" 2>&1) ||
   { tail -20 "${work}/run4.log"; fail "ringprof run (refusals) failed"; }
 grep -q "gave it up" "${work}/run4.log" || fail "giving up was not logged"
