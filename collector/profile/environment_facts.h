@@ -1,5 +1,5 @@
 // Environment facts the workloads' emitters recorded (ringfile/FORMAT.md
-// §5.3: an older glibc, musl, no libgcc_s, a CPU timer switched off): each
+// §5.4: an older glibc, musl, no libgcc_s, a CPU timer switched off): each
 // distinct (service, fact, detail) is logged once for the collector's
 // lifetime, counted per process on /metrics
 // (ringprof_environment_facts_total{fact="..."}), and kept for `ringprof
