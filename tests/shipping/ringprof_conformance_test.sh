@@ -126,6 +126,10 @@ if pyroscope_available; then
     >"${work}/collect2.log" 2>&1 &
   collect_pid=$!
   pids+=("${collect_pid}")
+  # Its start line comes once it handles SIGTERM (a short workload can end
+  # before the collector has started).
+  wait_for 60 grep -q "collecting from" "${work}/collect2.log" ||
+    fail "ringprof collect did not start"
   LD_PRELOAD="${EMITTER}" RINGPROF_DIR="${work}/rings" \
     RINGPROF_SERVICE_NAME=conformance-collect "${app}" 20 \
     >"${work}/app2.log" 2>&1 || fail "workload failed under the emitter"
