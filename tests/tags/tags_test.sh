@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Application tags end to end (README.md "Tags"): examples/tagged under
-# `ringprof run` with the CPU timer at 1000 Hz or,
-# with `alloc`, with CPU from tick-picked allocation samples, checked by
-# check_tags.py. Each of the three threads works 1.5 s of CPU, however
-# loaded the machine (at the kernel's 4 ms timer tick, ~750 independent
-# samples on the two workers: a sampling error of ~0.016 on the split
-# against the 0.05 bound); and the same program without the emitter, which must run
-# unchanged. Covered ticks are off (RINGPROF_CPU_COVER=0; "auto" turns them
+# `ringprof run` with the CPU timer at 1000 Hz or, with `alloc`, with CPU
+# from tick-picked allocation samples, checked by check_tags.py; and the
+# same program without the emitter, which must run unchanged. Each thread
+# works a fixed CPU time, however loaded the machine, sized so that the
+# sampling error of the /heavy share (p = 0.75) stays near a third of the
+# 0.05 bound: with the timer, 1.5 s each at the kernel's 4 ms tick is ~750
+# samples on the two workers (sqrt(p(1-p)/n) = 0.016); tick-picked
+# allocation samples come at most one per thread per 10 ms, so `alloc`
+# works 4 s each for ~800 (1.5 s gave ~300, an error of 0.025: a miss of
+# the 0.05 bound about once in twenty runs).
+# Covered ticks are off (RINGPROF_CPU_COVER=0; "auto" turns them
 # on where a clock read measures slow, which a loaded machine can make it
 # look): a covered tick charges all CPU since the thread's previous sample
 # to the allocation's tags, and measured /heavy of /light+/heavy at
@@ -42,14 +46,14 @@ if ! grep -q '"ringprof_available": false' "${work}/plain.json"; then
   exit 1
 fi
 
-hz=1000 check=shares
-[[ ${mode} == alloc ]] && hz=0 check=split
+hz=1000 check=shares cpu_ms=1500
+[[ ${mode} == alloc ]] && hz=0 check=split cpu_ms=4000
 # Allocation samples every 64 KiB (not 512): alloc_space per endpoint then
 # has ~700 samples, a standard error of ~4% against the 15% bound.
 RINGPROF_CPU_COVER=0 RINGPROF_SAMPLE_BYTES=65536 RINGPROF_CPU_HZ=${hz} timeout --kill-after=5 200 "${root}/collector/ringprof" \
   run --output-dir="${work}/out" --emitter="${root}/emitter/libringprof.so" \
   --server-address="${pyroscope_url}" --service="tags-${mode}" \
-  -- "${server}" --seconds=60 --cpu_ms=1500 --threads=2 --fork_ms=300 \
+  -- "${server}" --seconds=60 --cpu_ms=${cpu_ms} --threads=2 --fork_ms=300 \
   --truth="${work}/truth.json" >"${work}/run.txt" 2>&1
 status=$?
 cat "${work}/run.txt"
