@@ -33,8 +33,6 @@ bool TakeTimingBudget(uint64_t now_ns) {
          static_cast<uint32_t>(SessionConfig().max_samples_per_sec);
 }
 
-std::atomic<AllocationStackHook> g_stack_hook{nullptr};
-
 uint64_t ThreadSeed() {
   return reinterpret_cast<uintptr_t>(&tls_thread_state) *
              0x9e3779b97f4a7c15ull ^
@@ -42,10 +40,6 @@ uint64_t ThreadSeed() {
 }
 
 }  // namespace
-
-void SetAllocationStackHook(AllocationStackHook hook) {
-  g_stack_hook.store(hook, std::memory_order_release);
-}
 
 __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
   SamplerState& state = tls_thread_state.sampler;
@@ -125,8 +119,6 @@ __attribute__((noinline)) void SampleAllocation(void* address, size_t size) {
                    sample.requested_size, sample.weight_bytes, sample.address,
                    frames, sample.frame_count);
   }
-  const AllocationStackHook hook = g_stack_hook.load(std::memory_order_acquire);
-  if (hook != nullptr) hook(frames, frame_count, truncated, decision.now_ns);
 
   FlushLostSamples();
   // The environment facts go with each copy of the module map.

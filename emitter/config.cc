@@ -132,20 +132,6 @@ int ReadCpuHz(EnvLookup lookup, ReportLine report, int fallback) {
   return static_cast<int>(hz);
 }
 
-CpuCover ReadCpuCover(EnvLookup lookup, ReportLine report) {
-  const char* value = lookup("RINGPROF_CPU_COVER");
-  if (value == nullptr || *value == '\0' || strcmp(value, "0") == 0 ||
-      strcmp(value, "off") == 0) {
-    return CpuCover::kOff;
-  }
-  if (strcmp(value, "1") == 0 || strcmp(value, "on") == 0) {
-    return CpuCover::kOn;
-  }
-  if (strcmp(value, "auto") == 0) return CpuCover::kAuto;
-  ReportBad(report, "RINGPROF_CPU_COVER", value, "0, 1 or auto", "0");
-  return CpuCover::kOff;
-}
-
 int ReadCpuSignal(EnvLookup lookup, ReportLine report) {
   const int fallback = SIGRTMAX - kDefaultSignalBelowRtMax;
   const char* value = lookup("RINGPROF_CPU_SIGNAL");
@@ -307,7 +293,6 @@ void LoadCpuTimerConfig(EnvLookup lookup, ReportLine report,
                         CpuTimerConfig* config) {
   config->hz = ReadCpuHz(lookup, report, config->hz);
   config->signal = ReadCpuSignal(lookup, report);
-  if (config->hz > 0) config->cover = ReadCpuCover(lookup, report);
 }
 
 }  // namespace emitter

@@ -82,17 +82,12 @@ void LoadConfig(EnvLookup lookup, ReportLine report,
 bool DisabledInEnvironment(EnvLookup lookup);
 
 // The CPU-timer sampler's settings (CPU_TIMER.md).
-enum class CpuCover { kAuto, kOn, kOff };
 struct CpuTimerConfig {
   // RINGPROF_CPU_HZ: timer frequency per thread, 0 (off) to 1000.
   int hz = 100;
   // RINGPROF_CPU_SIGNAL: a number in [SIGRTMIN, SIGRTMAX], or SIGRTMIN+n /
   // SIGRTMAX-n (also without the "SIG" prefix); default SIGRTMAX-4.
   int signal = 0;
-  // RINGPROF_CPU_COVER: 0/off (default), 1/on or auto (where a clock read
-  // is a system call, e.g. gVisor); whether allocation samples may stand in
-  // for timer signals (covered ticks, CPU_TIMER.md). Read only when hz > 0.
-  CpuCover cover = CpuCover::kOff;
 };
 
 // Fills `config` from the environment, with the same contract as

@@ -167,29 +167,22 @@ TEST_F(ConfigTest, CpuTimerSettings) {
   LoadCpuTimerConfig(FakeLookup, CollectLine, &config);
   EXPECT_EQ(config.hz, 100);
   EXPECT_EQ(config.signal, SIGRTMAX - 4);
-  EXPECT_EQ(config.cover, CpuCover::kOff);
   EXPECT_TRUE(lines_.empty());
 
-  env_ = {{"RINGPROF_CPU_HZ", "250"},
-          {"RINGPROF_CPU_SIGNAL", "SIGRTMIN+3"},
-          {"RINGPROF_CPU_COVER", "auto"}};
+  env_ = {{"RINGPROF_CPU_HZ", "250"}, {"RINGPROF_CPU_SIGNAL", "SIGRTMIN+3"}};
   config = CpuTimerConfig();
   LoadCpuTimerConfig(FakeLookup, CollectLine, &config);
   EXPECT_EQ(config.hz, 250);
   EXPECT_EQ(config.signal, SIGRTMIN + 3);
-  EXPECT_EQ(config.cover, CpuCover::kAuto);
   EXPECT_TRUE(lines_.empty());
 
-  // Bad values: one line each, defaults kept; cover is not read when off.
-  env_ = {{"RINGPROF_CPU_HZ", "5000"},
-          {"RINGPROF_CPU_SIGNAL", "SIGUSR1"},
-          {"RINGPROF_CPU_COVER", "sometimes"}};
+  // Bad values: one line each, defaults kept.
+  env_ = {{"RINGPROF_CPU_HZ", "5000"}, {"RINGPROF_CPU_SIGNAL", "SIGUSR1"}};
   config = CpuTimerConfig();
   LoadCpuTimerConfig(FakeLookup, CollectLine, &config);
   EXPECT_EQ(config.hz, 100);
   EXPECT_EQ(config.signal, SIGRTMAX - 4);
-  EXPECT_EQ(config.cover, CpuCover::kOff);
-  ASSERT_EQ(lines_.size(), 3u);
+  ASSERT_EQ(lines_.size(), 2u);
   EXPECT_EQ(lines_[0],
             "ringprof: ignoring RINGPROF_CPU_HZ='5000' (expected 0 (off) to "
             "1000); using 100\n");

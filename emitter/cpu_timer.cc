@@ -64,12 +64,6 @@ enum class State : int {
 std::atomic<State> g_state{State::kOff};
 int g_signal = 0;
 int64_t g_period_ns = 0;
-// Whether allocation samples cover ticks (RINGPROF_CPU_COVER, resolved).
-bool g_cover = false;
-// A covering thread's timer is re-armed to expire only after this many
-// periods, so that covers every period of wall time keep it from expiring
-// at all (gVisor's CPU clock moves in whole 10 ms steps).
-constexpr int64_t kCoverGracePeriods = 2;
 pid_t g_owner_pid = 0;  // the process whose timers the registry holds
 struct sigaction g_app_disposition;  // what was there before our handler
 
@@ -84,8 +78,6 @@ std::atomic<uint64_t> g_samples_dropped{0};
 std::atomic<uint64_t> g_samples_pc_only{0};
 std::atomic<uint64_t> g_threads_armed{0};
 std::atomic<uint64_t> g_threads_skipped{0};
-std::atomic<uint64_t> g_samples_covered{0};
-std::atomic<uint64_t> g_signals_ignored{0};
 std::atomic<uint64_t> g_instances_given_back{0};
 std::atomic<bool> g_reported_backoff{false};
 std::atomic<bool> g_reported_arm_failure{false};
@@ -125,38 +117,22 @@ void ForEachUsedSlot(Visit visit) {
 // signal handler). slot < 0: this thread has no timer.
 //
 // CPU times below are on the thread's CPU clock, relative to its value when
-// the timer was armed (cpu_origin_ns, read only where covers need it).
+// the timer was armed.
 struct ThreadTimer {
   int32_t slot;
   int32_t timer_id;
-  int64_t cpu_origin_ns;
   // CPU time up to which samples have accounted (nothing before it is ever
   // counted again).
   int64_t cursor_ns;
   // CPU time of the timer's next expiry.
   int64_t next_expiry_ns;
-  // Covered ticks: the sample clock time from which the next allocation
-  // sample may cover (0: covers off for this thread), and when the last
-  // cover re-armed the timer (0: never).
-  uint64_t cover_due_ns;
-  uint64_t rearmed_at_ns;
-  // Sample clock time of the thread's previous allocation sample, and of the
-  // first one of its current stretch of steady allocation.
-  uint64_t last_allocation_ns;
-  uint64_t stretch_start_ns;
-  // Non-zero once a timer sample came inside the current stretch: every
-  // expiry from before the stretch has then been delivered, and covers may
-  // take over.
-  int32_t stretch_sampled;
-  // Non-zero while CoverTick runs: a timer signal arriving then is ignored.
-  volatile sig_atomic_t in_cover;
   // CPU time of samples the ring refused (e.g. while another thread was
   // creating the file): added to the thread's next sample, so the thread's
   // total stays whole.
   uint64_t unrecorded_ns;
 };
-__thread ThreadTimer t_timer __attribute__((tls_model("initial-exec"))) = {
-    -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+__thread ThreadTimer t_timer
+    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0, 0, 0};
 
 // Whether the application believes this thread blocks our signal. The
 // sampler keeps the signal out of the kernel's mask (pthread_sigmask and
@@ -268,8 +244,6 @@ int FindInterruptedFrame(const uint64_t* frames, int count, uintptr_t pc) {
 // in gVisor at its 10 ms clock steps; or the thread had it blocked) carries
 // the expiries it merged in si_overrun. So the weights add up to the
 // thread's CPU time up to its last expiry, without reading any clock.
-// Covers (CoverTick) read the clock and move the cursor; the cursor keeps
-// the two sources from counting any CPU time twice.
 uint64_t ExpiryWeightNs(const siginfo_t* info) {
   const int64_t overrun = info->si_overrun > 0 ? info->si_overrun : 0;
   const int64_t expiry = t_timer.next_expiry_ns + overrun * g_period_ns;
@@ -278,17 +252,6 @@ uint64_t ExpiryWeightNs(const siginfo_t* info) {
   const int64_t weight = expiry - t_timer.cursor_ns;
   t_timer.cursor_ns = expiry;
   return static_cast<uint64_t>(weight);
-}
-
-// A signal of the timer's arming before the last cover, delivered after it
-// (gVisor delivers a signal that was pending when the timer was re-armed;
-// Linux drops it): the cover already counted its CPU time. No expiry of the
-// new arming can come this early: it needs kCoverGracePeriods of CPU, and
-// CPU time never runs faster than wall time.
-bool StaleAfterCover(uint64_t now_ns) {
-  return t_timer.rearmed_at_ns != 0 &&
-         now_ns - t_timer.rearmed_at_ns <
-             static_cast<uint64_t>(g_period_ns) / 2;
 }
 
 void RecordSample(void* ucontext, uint64_t now_ns, uint64_t period_ns) {
@@ -377,113 +340,10 @@ void OnCpuTimerSignal(int signo, siginfo_t* info, void* ucontext) {
   } else if (sample && t_timer.slot >= 0 &&
              g_state.load(std::memory_order_relaxed) == State::kRunning &&
              Enabled()) {
-    const uint64_t now_ns = MonotonicNowNs();
-    if (t_timer.in_cover != 0 || StaleAfterCover(now_ns)) {
-      g_signals_ignored.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      const uint64_t weight = ExpiryWeightNs(info);
-      if (weight > 0) RecordSample(ucontext, now_ns, weight);
-      if (t_timer.stretch_start_ns != 0 && now_ns > t_timer.stretch_start_ns) {
-        t_timer.stretch_sampled = 1;
-      }
-    }
+    const uint64_t weight = ExpiryWeightNs(info);
+    if (weight > 0) RecordSample(ucontext, MonotonicNowNs(), weight);
   }
   errno = saved_errno;
-}
-
-// Covered ticks (RINGPROF_CPU_COVER). Called with every allocation sample the
-// thread records. Once a period of wall time has passed since the thread's
-// last cover, the allocation's stack becomes a CpuSample worth the thread's
-// CPU time since its previous CPU sample (one clock read), and the timer is
-// re-armed to expire kCoverGracePeriods later (one timer_settime). A thread
-// whose allocation samples keep coming every period therefore takes no
-// timer signal at all: two system calls instead of a signal delivery and a
-// sigreturn, which in gVisor on the ptrace platform cost far more (an
-// interrupt of a running thread: tools/bench gvisor). A thread that stops
-// allocating gets its next expiry after the grace, worth the CPU since the
-// cover, and periodic signals from then on. The price: a covered tick is
-// charged to the allocation's stack, so code between allocations loses self
-// time to the allocation call sites (inclusive time per function is kept).
-void AppendCover(const uint64_t* frames, int count, bool truncated,
-                 uint64_t now_ns, uint64_t weight);
-
-void CoverTick(const uint64_t* frames, int count, bool truncated,
-               uint64_t now_ns) {
-  ThreadTimer& t = t_timer;
-  // A stretch of allocation starts when the thread allocates again after
-  // more than a period (of wall time: a descheduled thread starts one too,
-  // which only costs a timer signal). Covers wait for a timer sample inside
-  // the new stretch: an expiry of the computing before it may be delivered
-  // late (in gVisor, when the sentry gets to it), and a cover ahead of it
-  // would take that CPU time. (Requiring timer samples during the gap
-  // instead let covers swallow compute bursts shorter than the grace:
-  // measured worse in gVisor.)
-  const uint64_t previous = t.last_allocation_ns;
-  t.last_allocation_ns = now_ns;
-  if (now_ns - previous > static_cast<uint64_t>(g_period_ns)) {
-    t.stretch_start_ns = now_ns;
-    t.stretch_sampled = 0;
-    return;
-  }
-  if (t.slot < 0 || t.cover_due_ns == 0 || now_ns < t.cover_due_ns ||
-      t.stretch_sampled == 0 ||
-      g_state.load(std::memory_order_relaxed) != State::kRunning) {
-    return;
-  }
-  t.in_cover = 1;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  const int64_t cpu_abs = ThreadCpuNs();
-  if (cpu_abs < 0) {
-    t.cover_due_ns = 0;  // no clock: timer signals only
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t.in_cover = 0;
-    return;
-  }
-  const int64_t cpu = cpu_abs - t.cpu_origin_ns;
-  const int64_t weight = cpu > t.cursor_ns ? cpu - t.cursor_ns : 0;
-  if (cpu > t.cursor_ns) t.cursor_ns = cpu;
-  TimerArm(t.timer_id, kCoverGracePeriods * g_period_ns, g_period_ns);
-  t.next_expiry_ns = cpu + kCoverGracePeriods * g_period_ns;
-  const uint64_t after = MonotonicNowNs();
-  t.rearmed_at_ns = after;
-  t.cover_due_ns = after + static_cast<uint64_t>(g_period_ns);
-  if (weight > 0 || t.unrecorded_ns > 0) {
-    AppendCover(frames, count, truncated, now_ns,
-                static_cast<uint64_t>(weight));
-  }
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  t.in_cover = 0;
-}
-
-// The CpuSample of a cover; in CoverTick's in_cover section, so a timer
-// signal cannot touch unrecorded_ns meanwhile.
-void AppendCover(const uint64_t* frames, int count, bool truncated,
-                 uint64_t now_ns, uint64_t weight) {
-  if (count <= 0) {
-    t_timer.unrecorded_ns += weight;
-    return;
-  }
-
-  // The allocation sample just recorded the set's definition if needed.
-  const SampleTags tags = TagsForSample(now_ns);
-  ringfile::CpuSample sample;
-  sample.monotonic_ns = now_ns;
-  sample.tid = CurrentTid();
-  sample.frame_count = static_cast<uint16_t>(count);
-  sample.flags = ringfile::kSampleAtAllocation |
-                 (truncated ? ringfile::kSampleTruncated : 0);
-  sample.cpu_period_ns = weight + t_timer.unrecorded_ns;
-  sample.tag_set = tags.tag_set;
-  sample.reserved = 0;
-  sample.span_id = tags.span_id;
-  if (AppendRecord(ringfile::RecordType::kCpuSample, &sample, sizeof(sample),
-                   frames, static_cast<uint32_t>(count) * sizeof(uint64_t))) {
-    t_timer.unrecorded_ns = 0;
-    g_samples_covered.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    t_timer.unrecorded_ns = sample.cpu_period_ns;
-    g_samples_dropped.fetch_add(1, std::memory_order_relaxed);
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -586,21 +446,9 @@ void ArmCurrentThread() {
   const int64_t first_ns =
       1 + static_cast<int64_t>((static_cast<uint64_t>(tid) * 2654435761u) %
                                static_cast<uint64_t>(g_period_ns));
-  t_timer.cpu_origin_ns = g_cover ? ThreadCpuNs() : 0;
   t_timer.cursor_ns = 0;
   t_timer.next_expiry_ns = first_ns;
-  t_timer.cover_due_ns = g_cover && t_timer.cpu_origin_ns >= 0
-                             ? MonotonicNowNs() + g_period_ns
-                             : 0;
-  t_timer.rearmed_at_ns = 0;
-  t_timer.last_allocation_ns = 0;
-  // A new thread counts as starting a stretch: its first timer sample lets
-  // covers begin.
-  t_timer.stretch_start_ns =
-      t_timer.cover_due_ns != 0 ? t_timer.cover_due_ns - g_period_ns : 0;
-  t_timer.stretch_sampled = 0;
   t_timer.unrecorded_ns = 0;
-  t_timer.in_cover = 0;
   t_timer.timer_id = timer_id;
   t_timer.slot = slot;
   TimerArm(timer_id, first_ns, g_period_ns);
@@ -702,8 +550,6 @@ void CpuTimerInit() {
   g_signal = config.signal;
   if (hz == 0 || !Enabled()) return;
   g_period_ns = 1000000000 / hz;
-  g_cover = config.cover == CpuCover::kOn ||
-            (config.cover == CpuCover::kAuto && ClockReadIsSystemCall());
 
   struct sigaction current;
   if (NextSigaction()(g_signal, nullptr, &current) != 0) return;
@@ -729,7 +575,6 @@ void CpuTimerInit() {
   g_owner_pid = getpid();
   if (NextSigaction()(g_signal, &action, nullptr) != 0) return;
   g_state.store(State::kRunning, std::memory_order_release);
-  if (g_cover) SetAllocationStackHook(&CoverTick);
   ArmCurrentThread();
 }
 
@@ -803,9 +648,6 @@ CpuTimerStats GetCpuTimerStats() {
   stats.samples_pc_only = g_samples_pc_only.load(std::memory_order_relaxed);
   stats.threads_armed = g_threads_armed.load(std::memory_order_relaxed);
   stats.threads_skipped = g_threads_skipped.load(std::memory_order_relaxed);
-  stats.cover = g_cover;
-  stats.samples_covered = g_samples_covered.load(std::memory_order_relaxed);
-  stats.signals_ignored = g_signals_ignored.load(std::memory_order_relaxed);
   stats.instances_given_back =
       g_instances_given_back.load(std::memory_order_relaxed);
   return stats;

@@ -68,9 +68,6 @@ struct CpuTimerStats {
   uint64_t samples_pc_only = 0;  // stack reduced to the interrupted pc
   uint64_t threads_armed = 0;
   uint64_t threads_skipped = 0;  // no mask, no slot, or timer_create failed
-  bool cover = false;            // allocation samples cover ticks
-  uint64_t samples_covered = 0;  // CpuSamples taken at allocation samples
-  uint64_t signals_ignored = 0;  // stale signals of a re-armed timer
   // Instances of the signal that were not samples, put back for a thread
   // that (in the application's view) blocks it.
   uint64_t instances_given_back = 0;

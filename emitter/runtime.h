@@ -79,16 +79,6 @@ int MaxFrames();
 // makes them.
 bool ClockReadIsSystemCall();
 
-// Lets the CPU-timer sampler see every recorded allocation sample's stack
-// (innermost frame: the interposed allocation entry point) and the sample's
-// time, so that an allocating thread's samples can stand in for its timer
-// signals (cpu_timer.cc, "covered ticks"). Set once, before threads sample;
-// the hook runs inside malloc under the emitter's re-entry guard and must
-// keep this header's contract.
-using AllocationStackHook = void (*)(const uint64_t* frames, int count,
-                                     bool truncated, uint64_t now_ns);
-void SetAllocationStackHook(AllocationStackHook hook);
-
 // Records a fact about the process's environment (FORMAT.md §5.4) instead
 // of printing it: `detail` may be null, is truncated to 128 bytes; the same
 // kind and detail noted again is ignored. Written at once when the ring file

@@ -158,9 +158,9 @@ inline constexpr uint16_t kSampleTruncated = 1u << 0;  // deeper than captured
 // every tick; use it for tick picking, never in allocation profiles.
 inline constexpr uint16_t kSampleTimingOnly = 1u << 1;
 // A CpuSample taken at an allocation sample of the same thread instead of at
-// a timer signal (the emitter's "covered ticks"); its stack is the
-// allocation's and its weight the thread CPU time since the previous
-// CpuSample, like any other.
+// a timer signal (written by earlier emitters only; readers still accept
+// it); its stack is the allocation's and its weight the thread CPU time
+// since the previous CpuSample, like any other.
 inline constexpr uint16_t kSampleAtAllocation = 1u << 2;
 // A CpuSample without frames for a thread the emitter could not sample
 // (e.g. it started with the sampling signal blocked): its whole CPU time,

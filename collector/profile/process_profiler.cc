@@ -193,7 +193,8 @@ void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
   cpu_.timer = true;
   cpu_.period_ns = sample.head.cpu_period_ns;
   // A timer sample's leaf is the interrupted instruction; one taken at an
-  // allocation sample (covered tick) has return addresses only.
+  // allocation sample (kSampleAtAllocation, written by earlier emitters)
+  // has return addresses only.
   const bool exact_leaf =
       (sample.head.flags & ringfile::kSampleAtAllocation) == 0;
   const uint32_t stack =

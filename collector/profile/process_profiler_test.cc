@@ -428,11 +428,12 @@ TEST_F(ProcessProfilerTest, TimerSamplesReplaceTickEstimate) {
   EXPECT_EQ(Named("memory").size(), 1u);
 }
 
-TEST_F(ProcessProfilerTest, CpuOfUnsampledThreadsAndCoveredTicks) {
+TEST_F(ProcessProfilerTest, CpuOfUnsampledThreadsAndSamplesAtAllocations) {
   Cpu(1, 105 * kMs, {kCold, kMain});
   // A thread the emitter could not sample: its CPU time, no frames.
   Cpu(2, 110 * kMs, {}, 0, 0, ringfile::kSampleThreadNotSampled, 70 * kMs);
-  // Taken at an allocation sample: return addresses only.
+  // Taken at an allocation sample (rings of earlier emitters): return
+  // addresses only.
   Cpu(1, 115 * kMs, {kCold + 1, kMain}, 0, 0, ringfile::kSampleAtAllocation);
   Run();
   auto cpu = Named("process_cpu");

@@ -1,8 +1,7 @@
 // Compute only: THREADS threads each run a fixed amount of arithmetic
 // (MILLIONS million rounds) with no allocation and no system call, the
 // worst case for a CPU profiler that samples with signals (every sample is
-// a signal; no allocation sample can stand in for one). Used by
-// tools/bench.d/gvisor.
+// a signal). Used by tools/bench.d/gvisor.
 //
 // Usage: spin_threads [threads=2] [millions=300]
 #include <pthread.h>

@@ -22,7 +22,6 @@ FakeCpuSample g_samples[kCapacity];
 std::atomic<bool> g_committed[kCapacity];
 std::atomic<int> g_next{0};
 std::atomic<uint64_t> g_refused{0};
-std::atomic<emitter::AllocationStackHook> g_stack_hook{nullptr};
 
 struct UnwindState {
   uint64_t* frames;
@@ -65,12 +64,6 @@ const FakeCpuSample* FakeSample(int i) {
 
 uint64_t FakeRefusedCount() {
   return g_refused.load(std::memory_order_relaxed);
-}
-
-void FakeAllocationSample(const uint64_t* frames, int count, uint64_t now_ns) {
-  const emitter::AllocationStackHook hook =
-      g_stack_hook.load(std::memory_order_acquire);
-  if (hook != nullptr) hook(frames, count, false, now_ns);
 }
 
 }  // namespace cpu_timer_test
@@ -137,12 +130,6 @@ int CaptureStack(uint64_t* frames, int max_frames, int skip, bool* truncated) {
 int MaxFrames() { return 128; }
 
 SampleTags TagsForSample(uint64_t) { return {0, 0}; }
-
-bool ClockReadIsSystemCall() { return false; }
-
-void SetAllocationStackHook(AllocationStackHook hook) {
-  cpu_timer_test::g_stack_hook.store(hook, std::memory_order_release);
-}
 
 }  // namespace emitter
 }  // namespace ringprof

@@ -29,9 +29,6 @@ int FakeSampleCount();
 const FakeCpuSample* FakeSample(int i);
 // AppendRecord calls refused because the store was full.
 uint64_t FakeRefusedCount();
-// What the allocation sampler does after recording a sample: hands its
-// stack to the CPU-timer sampler's hook (covered ticks), if one is set.
-void FakeAllocationSample(const uint64_t* frames, int count, uint64_t now_ns);
 
 }  // namespace cpu_timer_test
 }  // namespace ringprof

@@ -49,7 +49,6 @@ check own_sigwait "the application uses signal 60" RINGPROF_CPU_HZ=100
 check exceptions "" RINGPROF_CPU_HZ=1000
 check exceptions_jit "" RINGPROF_CPU_HZ=1000
 check preinstalled "signal 60 is already handled" RINGPROF_CPU_HZ=100
-check cover "" RINGPROF_CPU_HZ=100 RINGPROF_CPU_COVER=1
 check masks "" RINGPROF_CPU_HZ=100
 check unsampled "" RINGPROF_CPU_HZ=100
 check leftovers "ignoring RINGPROF_CPU_HZ='fast'" RINGPROF_CPU_HZ=fast

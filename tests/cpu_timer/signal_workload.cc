@@ -818,81 +818,6 @@ int ScenarioExceptions(bool register_frames) {
   return g_failures.load() == 0 ? 0 : 1;
 }
 
-// --- scenario: cover (in-process only) -------------------------------------
-// Covered ticks (RINGPROF_CPU_COVER=1): a thread that "allocates" steadily
-// (hands a stack to the sampler's allocation hook every ~0.2 ms, as the
-// allocation sampler does) and then only computes. Its CPU samples come from
-// both sources; their weights add up to its CPU time and never exceed it
-// (nothing counted twice); while it allocates, timer samples mostly stop.
-
-__attribute__((noinline)) void AllocatingPhase(int64_t cpu_ns) {
-#ifdef RINGPROF_IN_PROCESS
-  const uint64_t frames[2] = {reinterpret_cast<uintptr_t>(&AllocatingPhase),
-                              reinterpret_cast<uintptr_t>(&Spin)};
-  const int64_t end = ThreadCpuNs() + cpu_ns;
-  while (ThreadCpuNs() < end) {
-    const int64_t slice = ThreadCpuNs() + 200000;
-    while (ThreadCpuNs() < slice) {
-    }
-    ringprof::cpu_timer_test::FakeAllocationSample(
-        frames, 2, static_cast<uint64_t>(MonotonicNs()));
-  }
-#else
-  (void)cpu_ns;
-#endif
-}
-
-int ScenarioCover() {
-#ifdef RINGPROF_IN_PROCESS
-  const auto stats = ringprof::emitter::GetCpuTimerStats();
-  if (!stats.running || !stats.cover) {
-    Fail("cover scenario needs RINGPROF_CPU_COVER=1 and the sampler on");
-    return 1;
-  }
-  pid_t tid = 0;
-  int64_t cpu = 0;
-  std::thread worker = Spawn([&]() {
-    tid = static_cast<pid_t>(syscall(SYS_gettid));
-    AllocatingPhase(400000000);
-    Spin(150000000);
-    cpu = ThreadCpuNs();
-  });
-  worker.join();
-  const int64_t period = static_cast<int64_t>(stats.period_ns);
-  int covered = 0;
-  int timer = 0;
-  int64_t sum = 0;
-  for (int i = 0; i < ringprof::cpu_timer_test::FakeSampleCount(); ++i) {
-    const auto* sample = ringprof::cpu_timer_test::FakeSample(i);
-    if (sample == nullptr || sample->tid != static_cast<uint32_t>(tid)) {
-      continue;
-    }
-    sum += static_cast<int64_t>(sample->cpu_period_ns);
-    if ((sample->flags & ringprof::ringfile::kSampleAtAllocation) != 0) {
-      ++covered;
-    } else {
-      ++timer;
-    }
-  }
-  Stat("covered_samples", covered);
-  Stat("timer_samples", timer);
-  Stat("weight_per_mille_of_cpu", cpu > 0 ? sum * 1000 / cpu : 0);
-  // 400 ms of allocating: ~40 periods, nearly all covered. Then 150 ms of
-  // computing: timer samples again.
-  if (covered < 20) Fail("an allocating thread's ticks were not covered");
-  if (timer < 5) Fail("a computing thread took no timer samples");
-  // A thread descheduled for more than a period starts a new stretch and
-  // takes one timer sample before covering again: on a loaded machine that
-  // can be a good part of the allocating phase's periods, never most.
-  if (timer > covered) Fail("timer signals did not stop while covered");
-  if (sum > cpu + period) Fail("weights exceed the thread's CPU time");
-  if (sum < cpu - 4 * period - cpu / 10) {
-    Fail("weights fall short of the thread's CPU time");
-  }
-#endif
-  return g_failures.load() == 0 ? 0 : 1;
-}
-
 // --- scenario: masks (in-process only) -------------------------------------
 // A thread that blocks every signal (as xz's workers do) is still sampled,
 // and the application sees exactly the mask it set.
@@ -993,7 +918,7 @@ int main(int argc, char** argv) {
     fprintf(stderr,
             "usage: %s sensitive|backoff|preinstalled|threads|fork|"
             "leftovers|own_sigwait|exceptions|exceptions_jit|spin|exec_storm|"
-            "cover|masks|unsampled\n",
+            "masks|unsampled\n",
             argv[0]);
     return 2;
   }
@@ -1018,7 +943,6 @@ int main(int argc, char** argv) {
   if (strcmp(scenario, "exec_storm") == 0) status = ScenarioExecStorm();
   if (strcmp(scenario, "leftovers") == 0) status = ScenarioLeftovers();
   if (strcmp(scenario, "spin") == 0) status = ScenarioSpin();
-  if (strcmp(scenario, "cover") == 0) status = ScenarioCover();
   if (strcmp(scenario, "masks") == 0) status = ScenarioMasks();
   if (strcmp(scenario, "unsampled") == 0) status = ScenarioUnsampled();
   if (strcmp(scenario, "own_sigwait") == 0) status = ScenarioOwnSigwait();

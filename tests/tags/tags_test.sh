@@ -9,15 +9,10 @@
 # samples on the two workers (sqrt(p(1-p)/n) = 0.016); tick-picked
 # allocation samples come at most one per thread per 10 ms, so `alloc`
 # works 4 s each for ~800 (1.5 s gave ~300, an error of 0.025: a miss of
-# the 0.05 bound about once in twenty runs).
-# Covered ticks are off (RINGPROF_CPU_COVER=0; "auto" turns them
-# on where a clock read measures slow, which a loaded machine can make it
-# look): a covered tick charges all CPU since the thread's previous sample
-# to the allocation's tags, and measured /heavy of /light+/heavy at
-# 0.84-0.93 against 0.75 (emitter/README.md, "Tags"). The run also ships to
-# a real Grafana Pyroscope v2.2.1 (tests/pyroscope_server), which must hold
-# what the local profiles hold: totals, hot functions, and per endpoint tag
-# (a series label there) the same CPU and bytes.
+# the 0.05 bound about once in twenty runs). The run also ships to a real
+# Grafana Pyroscope v2.2.1 (tests/pyroscope_server), which must hold what
+# the local profiles hold: totals, hot functions, and per endpoint tag (a
+# series label there) the same CPU and bytes.
 #
 # Usage: tags_test.sh timer|alloc
 set -uo pipefail
@@ -50,7 +45,7 @@ hz=1000 check=shares cpu_ms=1500
 [[ ${mode} == alloc ]] && hz=0 check=split cpu_ms=4000
 # Allocation samples every 64 KiB (not 512): alloc_space per endpoint then
 # has ~700 samples, a standard error of ~4% against the 15% bound.
-RINGPROF_CPU_COVER=0 RINGPROF_SAMPLE_BYTES=65536 RINGPROF_CPU_HZ=${hz} timeout --kill-after=5 200 "${root}/collector/ringprof" \
+RINGPROF_SAMPLE_BYTES=65536 RINGPROF_CPU_HZ=${hz} timeout --kill-after=5 200 "${root}/collector/ringprof" \
   run --output-dir="${work}/out" --emitter="${root}/emitter/libringprof.so" \
   --server-address="${pyroscope_url}" --service="tags-${mode}" \
   -- "${server}" --seconds=60 --cpu_ms=${cpu_ms} --threads=2 --fork_ms=300 \
