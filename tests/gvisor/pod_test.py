@@ -25,13 +25,22 @@ ringprof, the example server) under the same paths.
 
 What the test changes in the pod, and why: the app's --seconds (bounded
 time), the collector's --metrics-port (a free port: the sandbox uses the
-host's network, --network=host, instead of a pod network namespace), and the
-Secret's server-address (the Pyroscope the test runs). Everything else is the
-manifest's: a change to it that breaks profiling fails this test.
+host's network, --network=host, instead of a pod network namespace, so the
+collector reaches a server on the host's loopback), an --output-dir beside
+its spool (local profiles to compare with what the server stored), and the
+Secret's server-address (the Pyroscope the test runs). Everything else is
+the manifest's: a change to it that breaks profiling fails this test.
 
---variant=shipped: the manifest as it is. Asserts both profile types of the
-  app arrive with its hot functions symbolized, no upload rejected, nothing
-  lost, no permission or ring-directory warning.
+--variant=shipped: the manifest as it is, shipping to the real Grafana
+  Pyroscope v2.2.1 (tests/pyroscope_server). Asserts both profile types of
+  the app with its hot functions symbolized in the local profiles, the
+  server holding what they hold (totals, hot functions' self values) under
+  the manifest's PYROSCOPE_TAGS, no upload refused, nothing lost, no
+  permission or ring-directory warning. Where this machine has no server
+  binary (tools/pyroscope/build could not build it), the readback is
+  reported SKIPPED and the pod ships to the stand-in receiver
+  (tests/pyroscope_receiver) instead, whose profiles are checked alike.
+  The other variants ship to the stand-in.
 --variant=no-mount-hint: the ring volume without medium: Memory (so no mount
   hint: a host directory served by the gofer). Asserts the collector's one
   warning about the ring directory and its /metrics gauge.
@@ -65,11 +74,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sidecar_e2e_test as e2e  # noqa: E402  (receiver, checks, summaries)
 
+sys.path.insert(0, os.path.dirname(
+    e2e.path_of("tests/pyroscope_server/pyroscope_server.py")))
+import pyroscope_server  # noqa: E402
+import readback  # noqa: E402
+
 MANIFEST = "examples/deploy/k8s/ringprof-gvisor.yaml"
 SECRET = "examples/deploy/k8s/pyroscope-secret.yaml"
 POD_ID = "ringprof-pod"
 APP_SECONDS = 6
-TIME_BOUND_S = 75.0
+TIME_BOUND_S = 75.0  # the pod, from the pause container to the checks
+SERVICE = "orders-server"
+# The collector's local profiles, beside its --spool-dir (the manifest
+# mounts that volume writable).
+OUTPUT_DIR_NAME = "ringprof-profiles"
 
 # What each image of the manifest holds beyond Debian's /usr and /etc:
 # {image: ({path in the image: path in the runfiles}, entrypoint)}, as the
@@ -399,12 +417,29 @@ def with_flag(args, name, value):
     return [prefix + value if a.startswith(prefix) else a for a in args]
 
 
+def flag_value(args, name):
+    prefix = "--%s=" % name
+    return next((a[len(prefix):] for a in args if a.startswith(prefix)), None)
+
+
+def host_path(pod, container, inside):
+    """Where `inside` (a path in `container`) is on the host: under one of
+    its writable volume mounts that is a host directory."""
+    for vm in container.get("volumeMounts", []):
+        mount = vm["mountPath"].rstrip("/")
+        if (not vm.get("readOnly") and vm["name"] not in pod.hints and
+                inside.startswith(mount + "/")):
+            return pod.volumes[vm["name"]] + inside[len(mount):]
+    fail("%s is on no writable host volume of the collector" % inside)
+    return None
+
+
 # --- the test ---------------------------------------------------------------
 
-def run_pod(args, scratch, receiver):
+def run_pod(args, scratch, server_url):
     pod_spec, secret, app, collector = load_pod(args.variant)
     secret = copy.deepcopy(secret)
-    secret["stringData"]["server-address"] = receiver.url
+    secret["stringData"]["server-address"] = server_url
     shm_root = tempfile.mkdtemp(prefix="ringprof-pod.", dir="/dev/shm")
     state_dir = tempfile.mkdtemp(prefix="ringprof-runsc.", dir="/tmp")
     debug_dir = os.path.join(scratch, "runsc-debug")
@@ -434,8 +469,12 @@ def run_pod(args, scratch, receiver):
             if args.delete_init:
                 runsc.run("delete", cid)
                 started.remove(cid)
+        spool = flag_value(collector["args"], "spool-dir") or "/var/spool/x"
+        output_dir = os.path.join(os.path.dirname(spool), OUTPUT_DIR_NAME)
+        out["local_dir"] = host_path(pod, collector, output_dir)
         coll_argv = (IMAGES[collector["image"]][1] +
-                     with_flag(collector["args"], "metrics-port", str(port)))
+                     with_flag(collector["args"], "metrics-port", str(port)) +
+                     ["--output-dir=" + output_dir])
         coll_log = os.path.join(scratch, "collector.log")
         runsc.start("collector", pod.bundle(
             "collector", collector,
@@ -473,7 +512,7 @@ def run_pod(args, scratch, receiver):
     return out
 
 
-def check(args, out, receiver):
+def check(args, out, scratch, receiver, server):
     checks = e2e.Checks()
     log("--- collector log ---\n%s--- app log (last 10 lines) ---\n%s---" % (
         out["collector_log"], "\n".join(out["app_log"].splitlines()[-10:])))
@@ -511,6 +550,19 @@ def check(args, out, receiver):
     share = e2e.emitter_lost_share(text)
     checks.expect(share is not None and share <= 0.01,
                   "the emitter lost at most 1%% of its samples: %s" % share)
+    service = e2e.Workload(SERVICE, None, None, HOT_FUNCTIONS)
+    log("local profiles (%s):" % out["local_dir"])
+    e2e.check_profiles(checks, [service],
+                       e2e.local_profiles(out["local_dir"], scratch))
+    if server is not None:
+        check_server(checks, out, server)
+    else:
+        check_receiver(checks, receiver, service)
+    return checks
+
+
+def check_receiver(checks, receiver, service):
+    """What the stand-in receiver got: accepted, tagged, symbolized."""
     accepted, rejected = receiver.get("accepted"), receiver.get("rejected")
     checks.expect(not rejected, "no upload rejected (%d rejected, %d accepted)"
                   % (len(rejected), len(accepted)), json.dumps(rejected[:3]))
@@ -525,9 +577,45 @@ def check(args, out, receiver):
     checks.expect(accepted and len(tagged) == len(accepted),
                   "the manifest's PYROSCOPE_TAGS (namespace, runtime) on every "
                   "series (%d of %d)" % (len(tagged), len(accepted)))
-    service = e2e.Workload("orders-server", None, None, HOT_FUNCTIONS)
+    log("received profiles:")
     e2e.check_profiles(checks, [service], by_service)
-    return checks
+
+
+def check_server(checks, out, server):
+    """What the real server stored: the local profiles' totals and hot
+    functions, under the manifest's PYROSCOPE_TAGS (series labels)."""
+    refused = sum(e2e.metric_values(out["metrics"], name) or 0 for name in (
+        "ringprof_profiles_failed_total", "ringprof_profiles_invalid_total"))
+    checks.expect(refused == 0, "no profile refused or invalid (%d)" % refused)
+    log("readback from Grafana Pyroscope %s:" % pyroscope_server.VERSION)
+    failures = readback.compare_run(
+        server.query, out["local_dir"], SERVICE,
+        selector_extra=', namespace="default", runtime="gvisor"')
+    checks.expect(not failures, "the server holds what the local profiles "
+                  "hold, under namespace=default, runtime=gvisor (%d of the "
+                  "readback's checks failed)" % len(failures),
+                  "\n".join(failures))
+
+
+def real_server(args, scratch):
+    """The real Pyroscope for the shipped pod, started; None (the readback
+    reported skipped) where this machine has no server binary, or for the
+    variants that check warnings only."""
+    if args.variant != "shipped":
+        return None
+    try:
+        pyroscope_server.binary_path()
+    except pyroscope_server.ServerError as e:
+        log("SKIPPED: the readback from a real Grafana Pyroscope (%s); "
+            "shipping to the stand-in receiver instead" % e)
+        return None
+    server = pyroscope_server.PyroscopeServer(
+        os.path.join(scratch, "pyroscope"))
+    try:
+        return server.start()
+    except pyroscope_server.ServerError as e:
+        fail(str(e))
+    return None
 
 
 def main():
@@ -551,18 +639,22 @@ def main():
              "rootful only")
     if shutil.which(args.runsc) is None:
         fail("%s not found (run tools/setup)" % args.runsc)
-    started = time.monotonic()
     keep = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
     scratch = tempfile.mkdtemp(prefix="pod_test.", dir=os.environ.get("TEST_TMPDIR"))
-    receiver = e2e.Receiver(scratch)
+    server = real_server(args, scratch)
+    receiver = None if server else e2e.Receiver(scratch)
     try:
         version = subprocess.run([args.runsc, "--version"], capture_output=True,
                                  text=True).stdout.splitlines()[0]
-        log("%s, platform %s, variant %s" % (version, args.platform, args.variant))
-        out = run_pod(args, scratch, receiver)
-        checks = check(args, out, receiver)
+        log("%s, platform %s, variant %s, shipping to %s" % (
+            version, args.platform, args.variant,
+            "Grafana Pyroscope " + pyroscope_server.VERSION if server
+            else "the stand-in receiver"))
+        started = time.monotonic()
+        out = run_pod(args, scratch, (server or receiver).url)
         total = time.monotonic() - started
-        checks.expect(total < TIME_BOUND_S, "finished within %.0f s (%.1f s)"
+        checks = check(args, out, scratch, receiver, server)
+        checks.expect(total < TIME_BOUND_S, "the pod ran within %.0f s (%.1f s)"
                       % (TIME_BOUND_S, total))
         if checks.failures:
             log("%d check(s) failed; outputs in %s" % (checks.failures,
@@ -571,10 +663,14 @@ def main():
         log("PASS: gVisor pod (%s)" % args.variant)
         return 0
     finally:
-        receiver.stop()
+        if receiver:
+            receiver.stop()
+        if server:
+            server.stop()
         if keep:
             for name in ("collector.log", "app.log", "pause.log",
-                         "receiver.log", "bundles/app/config.json",
+                         "receiver.log", "pyroscope/pyroscope.log",
+                         "bundles/app/config.json",
                          "bundles/collector/config.json",
                          "bundles/pause/config.json"):
                 src = os.path.join(scratch, name)
