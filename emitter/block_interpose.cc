@@ -15,7 +15,9 @@
 // cancellation points (a thread cancelled inside unwinds through the
 // wrapper, which records nothing then) and EINTR/SA_RESTART are the
 // kernel's as before. With the profile off each wrapper only forwards.
-// close, dup2 and dup3 are wrapped to forget the descriptor's kind.
+// close, dup2, dup3, dup, fclose, pclose, closedir, pipe, pipe2, socket,
+// socketpair, accept and accept4 also forget the kinds of the descriptor
+// numbers they close or hand out (fd_class.h).
 #undef _FORTIFY_SOURCE  // fortified headers define read() & co. inline
 #include <errno.h>
 
@@ -27,9 +29,12 @@
 
 namespace {
 
+using ringprof::emitter::CachedFdClass;
+using ringprof::emitter::FdClass;
 using ringprof::emitter::FdMayBlock;
 using ringprof::emitter::ForgetFd;
 using ringprof::emitter::g_wait_next;
+using ringprof::emitter::kFdNeverWaits;
 using ringprof::emitter::SampleWait;
 using ringprof::emitter::WaitClock;
 using ringprof::emitter::WaitNext;
@@ -46,6 +51,15 @@ __attribute__((noinline)) auto Timed(Args... args) {
   const auto result = (g_wait_next.*Next)(args...);
   SampleWait(WaitKind::kBlock, start);
   return result;
+}
+
+// Whether a call on `fd` is timed. The descriptor's cached kind comes
+// first: a call on a regular file costs one table load, the profile on or
+// off.
+inline bool FdCallTimed(int fd) {
+  const FdClass kind = CachedFdClass(fd);
+  if (__builtin_expect(kind == kFdNeverWaits, 1)) return false;
+  return BlockProfileOn() && FdMayBlock(fd, kind);
 }
 
 inline bool ZeroTimespec(const struct timespec* t) {
@@ -150,69 +164,110 @@ RINGPROF_TIMED_IF(pid_t, wait4,
                   (pid_t pid, int* status, int options, struct rusage* usage),
                   (pid, status, options, usage), (options & WNOHANG) == 0)
 
-// Descriptor calls.
-RINGPROF_TIMED_IF(ssize_t, read, (int fd, void* buf, size_t size),
-                  (fd, buf, size), FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, __read_chk,
-                  (int fd, void* buf, size_t size, size_t buf_size),
-                  (fd, buf, size, buf_size), FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, readv, (int fd, const struct iovec* iov, int count),
-                  (fd, iov, count), FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, pread,
-                  (int fd, void* buf, size_t size, off_t offset),
-                  (fd, buf, size, offset), FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, pread64,
-                  (int fd, void* buf, size_t size, off_t offset),
-                  (fd, buf, size, offset), FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, write, (int fd, const void* buf, size_t size),
-                  (fd, buf, size), FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, writev, (int fd, const struct iovec* iov, int count),
-                  (fd, iov, count), FdMayBlock(fd))
-RINGPROF_TIMED_IF(int, accept,
-                  (int fd, struct sockaddr* address, socklen_t* size),
-                  (fd, address, size), FdMayBlock(fd))
-RINGPROF_TIMED_IF(int, accept4,
-                  (int fd, struct sockaddr* address, socklen_t* size,
-                   int flags),
-                  (fd, address, size, flags), FdMayBlock(fd))
-RINGPROF_TIMED_IF(int, connect,
-                  (int fd, const struct sockaddr* address, socklen_t size),
-                  (fd, address, size), FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, recv, (int fd, void* buf, size_t size, int flags),
-                  (fd, buf, size, flags),
-                  (flags & MSG_DONTWAIT) == 0 && FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, __recv_chk,
-                  (int fd, void* buf, size_t size, size_t buf_size, int flags),
-                  (fd, buf, size, buf_size, flags),
-                  (flags & MSG_DONTWAIT) == 0 && FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, recvfrom,
-                  (int fd, void* buf, size_t size, int flags,
-                   struct sockaddr* address, socklen_t* address_size),
-                  (fd, buf, size, flags, address, address_size),
-                  (flags & MSG_DONTWAIT) == 0 && FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, recvmsg, (int fd, struct msghdr* message, int flags),
-                  (fd, message, flags),
-                  (flags & MSG_DONTWAIT) == 0 && FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, send,
-                  (int fd, const void* buf, size_t size, int flags),
-                  (fd, buf, size, flags),
-                  (flags & MSG_DONTWAIT) == 0 && FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, sendto,
-                  (int fd, const void* buf, size_t size, int flags,
-                   const struct sockaddr* address, socklen_t address_size),
-                  (fd, buf, size, flags, address, address_size),
-                  (flags & MSG_DONTWAIT) == 0 && FdMayBlock(fd))
-RINGPROF_TIMED_IF(ssize_t, sendmsg,
-                  (int fd, const struct msghdr* message, int flags),
-                  (fd, message, flags),
-                  (flags & MSG_DONTWAIT) == 0 && FdMayBlock(fd))
+// Descriptor calls: timed when the descriptor may block (FdCallTimed) and
+// `may_wait` holds.
+#define RINGPROF_FD_TIMED_IF(ret, name, params, args, may_wait) \
+  RINGPROF_EXPORT ret name params {                             \
+    if (!FdCallTimed(fd) || !(may_wait)) {                      \
+      return g_wait_next.name args;                             \
+    }                                                           \
+    return Timed<&WaitNext::name> args;                         \
+  }
+RINGPROF_FD_TIMED_IF(ssize_t, read, (int fd, void* buf, size_t size),
+                     (fd, buf, size), true)
+RINGPROF_FD_TIMED_IF(ssize_t, __read_chk,
+                     (int fd, void* buf, size_t size, size_t buf_size),
+                     (fd, buf, size, buf_size), true)
+RINGPROF_FD_TIMED_IF(ssize_t, readv,
+                     (int fd, const struct iovec* iov, int count),
+                     (fd, iov, count), true)
+RINGPROF_FD_TIMED_IF(ssize_t, pread,
+                     (int fd, void* buf, size_t size, off_t offset),
+                     (fd, buf, size, offset), true)
+RINGPROF_FD_TIMED_IF(ssize_t, pread64,
+                     (int fd, void* buf, size_t size, off_t offset),
+                     (fd, buf, size, offset), true)
+RINGPROF_FD_TIMED_IF(ssize_t, write, (int fd, const void* buf, size_t size),
+                     (fd, buf, size), true)
+RINGPROF_FD_TIMED_IF(ssize_t, writev,
+                     (int fd, const struct iovec* iov, int count),
+                     (fd, iov, count), true)
+RINGPROF_FD_TIMED_IF(int, connect,
+                     (int fd, const struct sockaddr* address, socklen_t size),
+                     (fd, address, size), true)
+RINGPROF_FD_TIMED_IF(ssize_t, recv, (int fd, void* buf, size_t size, int flags),
+                     (fd, buf, size, flags), (flags & MSG_DONTWAIT) == 0)
+RINGPROF_FD_TIMED_IF(ssize_t, __recv_chk,
+                     (int fd, void* buf, size_t size, size_t buf_size,
+                      int flags),
+                     (fd, buf, size, buf_size, flags),
+                     (flags & MSG_DONTWAIT) == 0)
+RINGPROF_FD_TIMED_IF(ssize_t, recvfrom,
+                     (int fd, void* buf, size_t size, int flags,
+                      struct sockaddr* address, socklen_t* address_size),
+                     (fd, buf, size, flags, address, address_size),
+                     (flags & MSG_DONTWAIT) == 0)
+RINGPROF_FD_TIMED_IF(ssize_t, recvmsg,
+                     (int fd, struct msghdr* message, int flags),
+                     (fd, message, flags), (flags & MSG_DONTWAIT) == 0)
+RINGPROF_FD_TIMED_IF(ssize_t, send,
+                     (int fd, const void* buf, size_t size, int flags),
+                     (fd, buf, size, flags), (flags & MSG_DONTWAIT) == 0)
+RINGPROF_FD_TIMED_IF(ssize_t, sendto,
+                     (int fd, const void* buf, size_t size, int flags,
+                      const struct sockaddr* address, socklen_t address_size),
+                     (fd, buf, size, flags, address, address_size),
+                     (flags & MSG_DONTWAIT) == 0)
+RINGPROF_FD_TIMED_IF(ssize_t, sendmsg,
+                     (int fd, const struct msghdr* message, int flags),
+                     (fd, message, flags), (flags & MSG_DONTWAIT) == 0)
 
 #undef RINGPROF_ALWAYS_TIMED
 #undef RINGPROF_TIMED_IF
+#undef RINGPROF_FD_TIMED_IF
 
-// A descriptor number that now names something else: its kind is
-// forgotten after the call (a number reused in between is only looked up
-// once more).
+// Descriptor numbers that now name something else (fd_class.h): their
+// kinds are forgotten after the call (a number reused in between is only
+// looked up once more), and those of new descriptors on return (a number
+// whose close was not seen is learned again).
+namespace {
+
+int Created(int fd) {
+  ForgetFd(fd);  // (-1: nothing)
+  return fd;
+}
+
+int CreatedPair(int result, const int* fds) {
+  if (result == 0) {
+    ForgetFd(fds[0]);
+    ForgetFd(fds[1]);
+  }
+  return result;
+}
+
+// The descriptor `stream` holds (-1: none), errno kept.
+int StreamFd(FILE* stream) {
+  const int saved_errno = errno;
+  const int fd = stream != nullptr ? g_wait_next.fileno(stream) : -1;
+  errno = saved_errno;
+  return fd;
+}
+
+}  // namespace
+
+RINGPROF_EXPORT int accept(int fd, struct sockaddr* address, socklen_t* size) {
+  if (!FdCallTimed(fd)) return Created(g_wait_next.accept(fd, address, size));
+  return Created(Timed<&WaitNext::accept>(fd, address, size));
+}
+
+RINGPROF_EXPORT int accept4(int fd, struct sockaddr* address, socklen_t* size,
+                            int flags) {
+  if (!FdCallTimed(fd)) {
+    return Created(g_wait_next.accept4(fd, address, size, flags));
+  }
+  return Created(Timed<&WaitNext::accept4>(fd, address, size, flags));
+}
+
 RINGPROF_EXPORT int close(int fd) {
   const int result = g_wait_next.close(fd);
   ForgetFd(fd);
@@ -229,4 +284,49 @@ RINGPROF_EXPORT int dup3(int from, int to, int flags) {
   const int result = g_wait_next.dup3(from, to, flags);
   ForgetFd(to);
   return result;
+}
+
+RINGPROF_EXPORT int dup(int fd) { return Created(g_wait_next.dup(fd)); }
+
+RINGPROF_EXPORT int fclose(FILE* stream) {
+  const int fd = StreamFd(stream);
+  const int result = g_wait_next.fclose(stream);
+  ForgetFd(fd);
+  return result;
+}
+
+RINGPROF_EXPORT int pclose(FILE* stream) {
+  const int fd = StreamFd(stream);
+  const int result = g_wait_next.pclose(stream);
+  ForgetFd(fd);
+  return result;
+}
+
+RINGPROF_EXPORT int closedir(DIR* dir) {
+  // closedir is declared nonnull, but glibc's fails with EINVAL for null:
+  // hide the pointer from the compiler so that the test stays.
+  DIR* tested = dir;
+  asm("" : "+r"(tested));
+  const int saved_errno = errno;
+  const int fd = tested != nullptr ? g_wait_next.dirfd(tested) : -1;
+  errno = saved_errno;
+  const int result = g_wait_next.closedir(dir);
+  ForgetFd(fd);
+  return result;
+}
+
+RINGPROF_EXPORT int pipe(int fds[2]) {
+  return CreatedPair(g_wait_next.pipe(fds), fds);
+}
+
+RINGPROF_EXPORT int pipe2(int fds[2], int flags) {
+  return CreatedPair(g_wait_next.pipe2(fds, flags), fds);
+}
+
+RINGPROF_EXPORT int socket(int domain, int type, int protocol) {
+  return Created(g_wait_next.socket(domain, type, protocol));
+}
+
+RINGPROF_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) {
+  return CreatedPair(g_wait_next.socketpair(domain, type, protocol, fds), fds);
 }

@@ -21,10 +21,11 @@ FdClass ClassifyFd(int fd) {
   const long stat_result = flags < 0 ? -1 : syscall(SYS_fstat, fd, &st);
   errno = saved_errno;
   if (stat_result != 0) return kFdUnknown;  // closed: look again next time
-  const bool may_block =
-      (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) &&
-      (flags & O_NONBLOCK) == 0;
-  const FdClass kind = may_block ? kFdMayBlock : kFdNeverWaits;
+  const bool can_wait =
+      S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode);
+  const FdClass kind = !can_wait                   ? kFdNeverWaits
+                       : (flags & O_NONBLOCK) == 0 ? kFdMayBlock
+                                                   : kFdNonBlocking;
   g_fd_class[fd].store(kind, std::memory_order_relaxed);
   return kind;
 }

@@ -5,14 +5,27 @@
 // descriptors are forwarded without a clock read.
 //
 // The kind of each descriptor number below kFdClassSlots is cached (one
-// byte), learned with fstat and fcntl(F_GETFL) the first time a thread
-// meets the number, forgotten when the interposed close, dup2 or dup3
-// replaces it, and re-read every kFdRecheckCalls-th call of a thread
-// (a descriptor closed where the interposers do not see it, fclose's or
-// close_range's, or made (non-)blocking with fcntl or ioctl, is seen
-// again soon). A stale entry only makes a call timed that needs not be, or
-// leaves one untimed: the program is never affected. Descriptors from
-// kFdClassSlots up are never timed.
+// byte, process-wide), learned with fstat and fcntl(F_GETFL) the first
+// time a call meets the number, and forgotten (ForgetFd) by the
+// interposers of the calls that close a number or hand out a new one:
+// close, dup2, dup3, fclose, pclose, closedir (closed), and dup, pipe,
+// pipe2, socket, socketpair, accept, accept4 (created).
+//  - kFdNeverWaits (regular file, directory, block device, epoll, ...): a
+//    type cannot change while the number names the same open file, so the
+//    answer is kept until one of those calls: a call on such a number is
+//    one relaxed load of the table. A number closed where no interposer
+//    sees it (a raw system call, close_range, a C library's internal close)
+//    and reused without one (open of a FIFO or terminal, fcntl(F_DUPFD))
+//    stays kFdNeverWaits until a seen close: its calls are not timed.
+//  - kFdMayBlock, kFdNonBlocking (a pipe, socket or character device with
+//    and without O_NONBLOCK, which fcntl and ioctl change unseen): re-read
+//    on every kFdRecheckCalls-th such call of a thread.
+// A number closed and reused by another thread while a call on it is being
+// looked up (ClassifyFd) may keep the old kind (a race in the program's
+// use of the number). A stale or wrong entry can only leave a wait untimed (a
+// lost sample) or time a call that could not wait (a sample of a short wait):
+// the call itself is always the real function's, with its result and errno.
+// Descriptors from kFdClassSlots up are never timed.
 //
 // Contract: async-signal-safe, lock-free, allocation-free; errno is left
 // as it was.
@@ -32,8 +45,9 @@ inline constexpr uint32_t kFdRecheckCalls = 4096;
 
 enum FdClass : uint8_t {
   kFdUnknown = 0,
-  kFdMayBlock = 1,    // blocking pipe, socket or character device
-  kFdNeverWaits = 2,  // anything else (regular file, O_NONBLOCK, ...)
+  kFdNeverWaits = 1,   // not a pipe, socket or character device: kept
+  kFdMayBlock = 2,     // blocking pipe, socket or character device
+  kFdNonBlocking = 3,  // the same with O_NONBLOCK
 };
 
 // (Default visibility: in the fastbuild split the interposers are another
@@ -43,18 +57,25 @@ extern std::atomic<uint8_t> g_fd_class[kFdClassSlots];
 // Looks the descriptor up (fstat, fcntl) and caches the answer.
 FdClass ClassifyFd(int fd);
 
-// Whether a call on `fd` may wait.
-inline bool FdMayBlock(int fd) {
+// The cached kind of `fd`; kFdNeverWaits for a number out of the table.
+inline FdClass CachedFdClass(int fd) {
   if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kFdClassSlots)) {
-    return false;
+    return kFdNeverWaits;
   }
-  uint8_t kind = g_fd_class[fd].load(std::memory_order_relaxed);
-  if (__builtin_expect(kind == kFdUnknown, 0) ||
-      __builtin_expect(--tls_thread_state.fd_recheck == 0, 0)) {
+  return static_cast<FdClass>(g_fd_class[fd].load(std::memory_order_relaxed));
+}
+
+// Whether a call on `fd`, whose cached kind is `kind`, may wait: learns
+// the kind or re-reads it when due.
+inline bool FdMayBlock(int fd, FdClass kind) {
+  if (kind == kFdNeverWaits) return false;
+  if (kind == kFdUnknown || --tls_thread_state.fd_recheck == 0) {
     kind = ClassifyFd(fd);
   }
   return kind == kFdMayBlock;
 }
+
+inline bool FdMayBlock(int fd) { return FdMayBlock(fd, CachedFdClass(fd)); }
 
 // The descriptor number now names something else (or nothing).
 inline void ForgetFd(int fd) {

@@ -1,7 +1,8 @@
 // The next definitions (RTLD_NEXT, looked up in the loaded objects' symbol
 // tables: loaded_symbols.h) of every function the off-CPU interposers wrap
-// (lock_interpose.cc, block_interpose.cc), and of the non-blocking
-// variants they try first (pthread_mutex_trylock, sem_trywait, ...).
+// (lock_interpose.cc, block_interpose.cc), of the non-blocking variants
+// they try first (pthread_mutex_trylock, sem_trywait, ...) and of fileno
+// and dirfd (which descriptor fclose, pclose and closedir close).
 //
 // Contract:
 //  - One table, g_wait_next. Until resolved, each entry is a stub that
@@ -26,10 +27,12 @@
 #ifndef RINGPROF_EMITTER_WAIT_NEXT_H_
 #define RINGPROF_EMITTER_WAIT_NEXT_H_
 
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -164,7 +167,18 @@
     RINGPROF_ERRNO_FAIL)                                                       \
   X(close, int, (int d), (d), RINGPROF_ERRNO_FAIL)                             \
   X(dup2, int, (int o, int n), (o, n), RINGPROF_ERRNO_FAIL)                    \
-  X(dup3, int, (int o, int n, int f), (o, n, f), RINGPROF_ERRNO_FAIL)
+  X(dup3, int, (int o, int n, int f), (o, n, f), RINGPROF_ERRNO_FAIL)          \
+  X(dup, int, (int o), (o), RINGPROF_ERRNO_FAIL)                               \
+  X(fclose, int, (FILE * f), (f), RINGPROF_ERRNO_FAIL)                         \
+  X(pclose, int, (FILE * f), (f), RINGPROF_ERRNO_FAIL)                         \
+  X(fileno, int, (FILE * f), (f), RINGPROF_ERRNO_FAIL)                         \
+  X(closedir, int, (DIR * d), (d), RINGPROF_ERRNO_FAIL)                        \
+  X(dirfd, int, (DIR * d), (d), RINGPROF_ERRNO_FAIL)                           \
+  X(pipe, int, (int* f), (f), RINGPROF_ERRNO_FAIL)                             \
+  X(pipe2, int, (int* f, int g), (f, g), RINGPROF_ERRNO_FAIL)                  \
+  X(socket, int, (int d, int t, int p), (d, t, p), RINGPROF_ERRNO_FAIL)        \
+  X(socketpair, int, (int d, int t, int p, int* f), (d, t, p, f),              \
+    RINGPROF_ERRNO_FAIL)
 
 namespace ringprof {
 namespace emitter {

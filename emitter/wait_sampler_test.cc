@@ -124,6 +124,38 @@ TEST(FdClassTest, KindsAreLearnedAndForgotten) {
   close(file);
 }
 
+// A number that never waits keeps that answer however often it is called
+// (until forgotten); pipes, sockets and terminals are re-read within
+// kFdRecheckCalls calls, as fcntl changes O_NONBLOCK unseen.
+TEST(FdClassTest, OnlyKindsThatCanChangeAreReread) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  char path[] = "/tmp/ringprof-fdclass-XXXXXX";
+  const int file = mkstemp(path);
+  ASSERT_GE(file, 0);
+  unlink(path);
+  for (int fd : {fds[0], fds[1], file}) ForgetFd(fd);  // as the interposers
+  ASSERT_FALSE(FdMayBlock(file));
+  ASSERT_EQ(dup2(fds[0], file), file);  // unseen: dup2 is not the interposer
+  for (uint32_t i = 0; i <= 2 * kFdRecheckCalls; ++i) {
+    ASSERT_FALSE(FdMayBlock(file)) << i;
+  }
+
+  ASSERT_TRUE(FdMayBlock(fds[0]));
+  ASSERT_EQ(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+  uint32_t calls = 1;
+  while (FdMayBlock(fds[0]) && calls <= kFdRecheckCalls) ++calls;
+  EXPECT_LE(calls, kFdRecheckCalls);  // seen non-blocking
+
+  ASSERT_EQ(fcntl(fds[0], F_SETFL, 0), 0);
+  calls = 1;
+  while (!FdMayBlock(fds[0]) && calls <= kFdRecheckCalls) ++calls;
+  EXPECT_LE(calls, kFdRecheckCalls);  // seen blocking again
+  close(fds[0]);
+  close(fds[1]);
+  close(file);
+}
+
 }  // namespace
 }  // namespace emitter
 }  // namespace ringprof

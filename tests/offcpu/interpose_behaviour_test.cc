@@ -78,7 +78,7 @@ bool WaitUntilBlocked(pid_t tid) {
 
 TEST(InterposedTest, TheInterposersAreTheOnesCalled) {
   for (const char* name : {"pthread_mutex_lock", "pthread_cond_wait", "read",
-                           "poll", "sem_wait", "close"}) {
+                           "poll", "sem_wait", "close", "fclose", "pipe"}) {
     Dl_info info;
     ASSERT_NE(dladdr(dlsym(RTLD_DEFAULT, name), &info), 0) << name;
     EXPECT_NE(strstr(info.dli_fname, "libringprof.so"), nullptr)
@@ -517,15 +517,75 @@ struct BlockedRead {
   pid_t tid = 0;
   ssize_t result = 0;
   int error = 0;
+  uint64_t span = 0;  // the reading thread's span id, when not 0
 };
 
 void* ReadOne(void* raw) {
   BlockedRead* r = static_cast<BlockedRead*>(raw);
-  r->tid = Tid();
+  if (r->span != 0) {
+    using SpanSet = uint64_t (*)(uint64_t);
+    if (auto span_set = reinterpret_cast<SpanSet>(
+            dlsym(RTLD_DEFAULT, "ringprof_span_set"))) {
+      span_set(r->span);
+    }
+  }
+  __atomic_store_n(&r->tid, Tid(), __ATOMIC_SEQ_CST);
   char byte;
   r->result = read(r->fd, &byte, 1);
   r->error = errno;
   return nullptr;
+}
+
+// A read of one byte on `fd` that blocks in a thread whose span is `span`
+// until this thread writes the byte to `writer`.
+void BlockedReadInSpan(int fd, int writer, uint64_t span) {
+  BlockedRead blocked{fd};
+  blocked.span = span;
+  pthread_t thread;
+  pthread_create(&thread, nullptr, ReadOne, &blocked);
+  while (__atomic_load_n(&blocked.tid, __ATOMIC_SEQ_CST) == 0) sched_yield();
+  ASSERT_TRUE(WaitUntilBlocked(blocked.tid));
+  EXPECT_EQ(write(writer, "s", 1), 1);
+  pthread_join(thread, nullptr);
+  EXPECT_EQ(blocked.result, 1);
+}
+
+// A regular file's number, learned as one that never waits (a read of it
+// is not timed), closed by fclose (whose close no interposer sees) and
+// reused for a pipe by fcntl(F_DUPFD) (not interposed): the pipe's read
+// is timed. interpose_behaviour_test.sh finds its sample by the span.
+TEST(DescriptorKindTest, ANumberFcloseFreedIsTimedAgain) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  FILE* file = tmpfile();
+  ASSERT_NE(file, nullptr);
+  const int number = fileno(file);
+  char byte;
+  EXPECT_EQ(pread(number, &byte, 1, 0), 0);
+  ASSERT_EQ(fclose(file), 0);
+  ASSERT_EQ(fcntl(fds[0], F_DUPFD, number), number);
+  BlockedReadInSpan(number, fds[1], 0x5eed0f0000000001);
+  close(number);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+// The same number closed by a raw system call (seen by no interposer) and
+// handed out again by pipe: timed.
+TEST(DescriptorKindTest, ANumberReusedByPipeIsTimedAgain) {
+  char path[] = "/tmp/ringprof-fdkind-XXXXXX";
+  const int number = mkstemp(path);
+  ASSERT_GE(number, 0);
+  unlink(path);
+  char byte;
+  EXPECT_EQ(pread(number, &byte, 1, 0), 0);
+  ASSERT_EQ(syscall(SYS_close, number), 0);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(fds[0], number);
+  BlockedReadInSpan(fds[0], fds[1], 0x5eed0f0000000002);
+  close(fds[0]);
+  close(fds[1]);
 }
 
 void InstallHandler(int flags) {

@@ -44,6 +44,13 @@ for kind in lock block; do
     failed=1
   fi
 done
+# DescriptorKindTest's reads on reused descriptor numbers (by their spans).
+for span in 5eed0f0000000001 5eed0f0000000002; do
+  if ! grep -q "WaitSample block .* span=${span}" <<<"${dump}"; then
+    echo "FAIL: the read of span ${span} (a reused descriptor number) was not timed"
+    failed=1
+  fi
+done
 if dump_all "${TEST_TMPDIR}/off" | grep -q WaitSample; then
   echo "FAIL: WaitSample recorded with both profiles off"
   failed=1
