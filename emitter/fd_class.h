@@ -59,10 +59,11 @@ FdClass ClassifyFd(int fd);
 
 // The cached kind of `fd`; kFdNeverWaits for a number out of the table.
 inline FdClass CachedFdClass(int fd) {
-  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kFdClassSlots)) {
+  const unsigned slot = static_cast<unsigned>(fd);
+  if (__builtin_expect(slot >= static_cast<unsigned>(kFdClassSlots), 0)) {
     return kFdNeverWaits;
   }
-  return static_cast<FdClass>(g_fd_class[fd].load(std::memory_order_relaxed));
+  return static_cast<FdClass>(g_fd_class[slot].load(std::memory_order_relaxed));
 }
 
 // Whether a call on `fd`, whose cached kind is `kind`, may wait: learns
