@@ -26,7 +26,7 @@ struct ThreadState {
   // Value of the process-wide thread-name generation when this thread last
   // recorded its name; 0 = never.
   uint32_t name_generation = 0;
-  // Blocking calls on a descriptor: calls until the next one re-reads the
+  // Calls on pipes, sockets and terminals until the next one re-reads its
   // descriptor's kind (fd_class.h).
   uint32_t fd_recheck = 0;
   // This thread's stack, [stack_low, stack_high); 0 when unknown.
