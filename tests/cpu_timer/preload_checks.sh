@@ -99,7 +99,7 @@ if [[ ${mode} == native ]]; then
     fail "sampler on, but /proc/self/timers shows no timer"
 fi
 
-# 3. Thread churn: every thread with 40 ms of CPU is sampled; exited
+# 3. Thread churn: every thread with 100 ms of CPU is sampled; exited
 #    threads leave no timer.
 run threads threads RINGPROF_CPU_HZ=100
 missing=0
