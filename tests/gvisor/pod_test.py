@@ -109,7 +109,11 @@ DEFAULT_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
                 "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
                 "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"]
 
-HOT_FUNCTIONS = {"ParseJsonRequest": (0.10, 0.25), "RenderResponse": (0.03, 0.005)}
+# The hot functions must be symbolized with a real share of CPU and bytes
+# (an unsymbolized profile gives them none). In the sandbox the workers'
+# futex waits and wakes are charged as CPU, so ParseJsonRequest's CPU share
+# moves between runs: 9.8-22% measured on a loaded machine.
+HOT_FUNCTIONS = {"ParseJsonRequest": (0.05, 0.25), "RenderResponse": (0.03, 0.005)}
 
 log = e2e.log
 fail = e2e.fail

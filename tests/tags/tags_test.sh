@@ -5,8 +5,10 @@
 # same program without the emitter, which must run unchanged. Each thread
 # works a fixed CPU time, however loaded the machine, sized so that the
 # sampling error of the /heavy share (p = 0.75) stays near a third of the
-# 0.05 bound: with the timer, 1.5 s each at the kernel's 4 ms tick is ~750
-# samples on the two workers (sqrt(p(1-p)/n) = 0.016); tick-picked
+# 0.05 bound: with the timer, 3 s each at the kernel's 4 ms tick is ~1500
+# samples on the two workers (sqrt(p(1-p)/n) = 0.011; at 1.5 s one run of
+# many missed by 0.061: the samples are less independent than that
+# assumes); tick-picked
 # allocation samples come at most one per thread per 10 ms, so `alloc`
 # works 4 s each for ~800 (1.5 s gave ~300, an error of 0.025: a miss of
 # the 0.05 bound about once in twenty runs). The run also ships to a real
@@ -41,7 +43,7 @@ if ! grep -q '"ringprof_available": false' "${work}/plain.json"; then
   exit 1
 fi
 
-hz=1000 check=shares cpu_ms=1500
+hz=1000 check=shares cpu_ms=3000
 [[ ${mode} == alloc ]] && hz=0 check=split cpu_ms=4000
 # Allocation samples every 64 KiB (not 512): alloc_space per endpoint then
 # has ~700 samples, a standard error of ~4% against the 15% bound.
