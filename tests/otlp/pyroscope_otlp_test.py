@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "pyroscope_server"))
 import pyroscope_server  # noqa: E402
+from pyroscope_server import run  # noqa: E402
 import query  # noqa: E402
 import readback  # noqa: E402
 
@@ -58,16 +59,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def run(argv, log, env=None, timeout=300):
-    with open(log, "wb") as f:
-        status = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
-                                env=env, timeout=timeout).returncode
-    if status != 0:
-        with open(log, errors="replace") as f:
-            raise AssertionError("%s exited %d:\n%s" % (
-                os.path.basename(argv[0]), status, f.read()[-3000:]))
 
 
 def profile_tagged(work, name, args, env=None):

@@ -34,6 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import fault_proxy  # noqa: E402
 import pyroscope_server  # noqa: E402
+from pyroscope_server import run  # noqa: E402
 import query  # noqa: E402
 import readback  # noqa: E402
 
@@ -45,16 +46,6 @@ KEEP_CHURN = os.path.join(ROOT, "tests", "inuse", "keep_churn")
 # Pushes the fault proxy refuses with 429 in a row. Each refusal pauses
 # uploads for that profile's own backoff (1 s doubling with its attempts).
 STORM = 10
-
-
-def run(argv, log, env=None, timeout=300):
-    with open(log, "wb") as f:
-        status = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
-                                env=env, timeout=timeout).returncode
-    if status != 0:
-        with open(log, errors="replace") as f:
-            raise AssertionError("%s exited %d:\n%s" % (
-                os.path.basename(argv[0]), status, f.read()[-3000:]))
 
 
 def read(path):

@@ -50,6 +50,17 @@ class ServerError(Exception):
     """The server could not be found, started or made ready."""
 
 
+def run(argv, log, env=None, timeout=300):
+    """Runs argv with its output in `log`; a failure raises with the log's tail."""
+    with open(log, "wb") as f:
+        status = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
+                                env=env, timeout=timeout).returncode
+    if status != 0:
+        with open(log, errors="replace") as f:
+            raise AssertionError("%s exited %d:\n%s" % (
+                os.path.basename(argv[0]), status, f.read()[-3000:]))
+
+
 def binary_path():
     """The server binary tools/pyroscope/build made (RINGPROF_PYROSCOPE_BIN
     overrides it); ServerError naming the fix when it is missing."""
