@@ -24,6 +24,10 @@ namespace ringprof {
 namespace collector {
 
 int CollectCommand() {
+  // Before any thread exists (the metrics server and the uploader start in
+  // MakeSinks): a thread without the mask would take a SIGTERM sent to the
+  // process and die of it, losing the last window.
+  BlockForwardedSignals();
   absl::StatusOr<CollectorOptions> options = CollectorOptionsFromFlags();
   if (!options.ok()) return Fail(options.status());
   absl::StatusOr<SymbolizerOptions> symbolizer_options =
@@ -46,7 +50,6 @@ int CollectCommand() {
       StateDir(sinks->local ? sinks->local->out_dir() : "");
   if (!state_dir.ok()) return Fail(state_dir.status());
   options->drainer.state_dir = *state_dir;
-  BlockForwardedSignals();
   absl::StatusOr<Pipeline> pipeline =
       StartPipeline(*options, *symbolizer_options, sinks->tee.get());
   if (!pipeline.ok()) return Fail(pipeline.status());

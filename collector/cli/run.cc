@@ -132,6 +132,9 @@ int RunCommand(const std::vector<std::string>& command) {
     return Fail(absl::InvalidArgumentError(
         "usage: ringprof run [flags] -- CMD ARGS..."));
   }
+  // Before any thread exists (the metrics server and the uploader start in
+  // MakeSinks): every thread inherits the mask.
+  BlockForwardedSignals();
   absl::StatusOr<CollectorOptions> options = CollectorOptionsFromFlags();
   if (!options.ok()) return Fail(options.status());
   absl::StatusOr<SymbolizerOptions> symbolizer_options =
@@ -165,9 +168,6 @@ int RunCommand(const std::vector<std::string>& command) {
   if (!absl::GetFlag(FLAGS_service).empty()) {
     env.emplace_back("RINGPROF_SERVICE_NAME", absl::GetFlag(FLAGS_service));
   }
-  // Before any thread exists: every thread inherits the mask, and the
-  // command's supervisor is forked from a single-threaded process.
-  BlockForwardedSignals();
   absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(
       command, env, own_ring_dir ? options->drainer.ring_dir : "");
   if (!child.ok()) {
