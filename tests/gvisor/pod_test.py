@@ -19,9 +19,18 @@ them with bare rootful `runsc create/start` under a private --root:
     noNewPrivileges, read-only root) and, with shareProcessNamespace, the pid
     namespace path /proc/<sandbox pid>/ns/pid (containerd's PID mode POD).
 
-Images are directories built here: Debian's /usr and /etc of the host,
-read-only, plus what the Dockerfiles put in the image (libringprof.so,
-ringprof, the example server) under the same paths.
+The containers run the kit's images as built (//examples/deploy/images,
+what `tools/images` writes): each image the manifest names is found among
+the image archives by its name and tag, unpacked by umoci into the
+container's root filesystem (as containerd unpacks a snapshot), and its
+config supplies what the manifest leaves out, as the kubelet and containerd
+apply it: the entrypoint and default arguments, the environment, the
+working directory and the user (`runAsNonRoot` checked against it). So the
+init container copies the emitter image's libringprof.so with the image's
+own copier, the sidecar is the collector image's entrypoint, and the app is
+the examples image's server. The pause container is the only one not from
+the kit: the host's /usr read-only (Kubernetes' own pause image is not
+part of it).
 
 What the test changes in the pod, and why: the app's --seconds (bounded
 time), the collector's --metrics-port (a free port: the sandbox uses the
@@ -64,6 +73,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.request
@@ -79,6 +89,10 @@ sys.path.insert(0, os.path.dirname(
 import pyroscope_server  # noqa: E402
 import readback  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(
+    e2e.path_of("examples/deploy/images/oci_archive.py")))
+import oci_archive  # noqa: E402
+
 MANIFEST = "examples/deploy/k8s/ringprof-gvisor.yaml"
 SECRET = "examples/deploy/k8s/pyroscope-secret.yaml"
 POD_ID = "ringprof-pod"
@@ -89,19 +103,12 @@ SERVICE = "orders-server"
 # mounts that volume writable).
 OUTPUT_DIR_NAME = "ringprof-profiles"
 
-# What each image of the manifest holds beyond Debian's /usr and /etc:
-# {image: ({path in the image: path in the runfiles}, entrypoint)}, as the
-# Dockerfiles in examples/deploy build them.
-IMAGES = {
-    "ringprof-emitter:latest": (
-        {"/opt/ringprof/lib/libringprof.so": "emitter/libringprof.so"}, []),
-    "ringprof-examples:latest": (
-        {"/usr/local/bin/server": "examples/server/server",
-         "/opt/ringprof/lib/libringprof.so": "emitter/libringprof.so"}, []),
-    "ringprof-collector:latest": (
-        {"/usr/local/bin/ringprof": "collector/ringprof"},
-        ["/usr/local/bin/ringprof", "collect"]),
-}
+# The kit's image archives (//examples/deploy/images).
+IMAGE_ARCHIVES = [
+    "examples/deploy/images/emitter.tar",
+    "examples/deploy/images/collector.tar",
+    "examples/deploy/images/examples.tar",
+]
 
 # containerd's default capabilities (oci.WithDefaultSpec / CRI).
 DEFAULT_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
@@ -131,7 +138,7 @@ def load_pod(variant):
     spec = pod["spec"]
     app = spec["containers"][0]
     collector = next(c for c in spec["containers"]
-                     if c["image"].startswith("ringprof-collector"))
+                     if "ringprof-collector" in c["image"])
     if variant == "no-mount-hint":
         for v in spec["volumes"]:
             if v.get("emptyDir", {}).get("medium") == "Memory":
@@ -174,6 +181,115 @@ def container_env(container, secret_data, namespace):
         else:
             fail("env source not handled: %s" % source)
     return env
+
+
+# --- images -------------------------------------------------------------------
+
+def normalized(reference):
+    """An image reference as containerd names it: docker.io/library/NAME:TAG
+    for a bare name, :latest when no tag is given."""
+    name, digest = reference, ""
+    if "@" in name:
+        name, digest = name.split("@", 1)
+    last = name.rsplit("/", 1)[-1]
+    if ":" not in last:
+        name += ":latest"
+    first = name.split("/", 1)[0]
+    if "/" not in name:
+        name = "docker.io/library/" + name
+    elif "." not in first and ":" not in first and first != "localhost":
+        name = "docker.io/" + name
+    return name + ("@" + digest if digest else "")
+
+
+class Images:
+    """The image archives, by the name containerd gives them; each unpacked
+    on demand into a container's root filesystem."""
+
+    def __init__(self, scratch):
+        self.scratch = scratch
+        self.by_name = {}
+        for relative in IMAGE_ARCHIVES:
+            path = e2e.path_of(relative)
+            for image in oci_archive.read_archive(path):
+                name = image.descriptor["annotations"]["io.containerd.image.name"]
+                self.by_name[name] = (path, image)
+        self.layouts = {}
+
+    def get(self, reference):
+        name = normalized(reference)
+        if name not in self.by_name:
+            fail("the manifest's image %s is none of the built images (%s): "
+                 "its name or tag differs from examples/deploy/images' "
+                 "(tag: the repository's VERSION)" % (
+                     reference, ", ".join(sorted(self.by_name))))
+        return self.by_name[name][1]
+
+    def unpack(self, reference, rootfs):
+        """The image's filesystem into rootfs (umoci raw unpack, owners
+        kept: we are root); returns its config."""
+        image = self.get(reference)
+        path, _ = self.by_name[normalized(reference)]
+        layout = self.layouts.get(path)
+        if layout is None:
+            layout = os.path.join(self.scratch, "images",
+                                  os.path.basename(path)[:-len(".tar")])
+            os.makedirs(layout)
+            with tarfile.open(path) as archive:
+                archive.extractall(layout)
+            self.layouts[path] = layout
+        tag = image.descriptor["annotations"]["org.opencontainers.image.ref.name"]
+        os.makedirs(os.path.dirname(rootfs), exist_ok=True)
+        result = subprocess.run(["umoci", "raw", "unpack", "--image",
+                                 "%s:%s" % (layout, tag), rootfs],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if result.returncode != 0:
+            fail("umoci raw unpack %s failed: %s" % (
+                reference, result.stdout.decode(errors="replace")))
+        return image.config.get("config", {})
+
+
+def image_user(config, rootfs):
+    """(uid, gid) of the image's USER ("uid", "uid:gid" or names looked up
+    in the image's /etc/passwd and /etc/group), None for either unset."""
+    user = config.get("User", "")
+    if not user:
+        return None, None
+    name, _, group = user.partition(":")
+
+    def lookup(value, database, gid_of_user):
+        if value.isdigit():
+            return int(value)
+        try:
+            with open(os.path.join(rootfs, "etc", database)) as f:
+                for line in f:
+                    fields = line.rstrip("\n").split(":")
+                    if fields[0] == value:
+                        return int(fields[3 if gid_of_user else 2])
+        except OSError:
+            pass
+        fail("the image's USER %s is not in its /etc/%s" % (user, database))
+        return None
+
+    uid = lookup(name, "passwd", False)
+    if group:
+        gid = lookup(group, "group", False)
+    elif name.isdigit():
+        gid = None
+    else:
+        gid = lookup(name, "passwd", True)
+    return uid, gid
+
+
+def kubernetes_argv(container, config):
+    """command/args over the image's Entrypoint/Cmd, as the kubelet does."""
+    entrypoint = config.get("Entrypoint") or []
+    cmd = config.get("Cmd") or []
+    if container.get("command"):
+        return container["command"] + container.get("args", [])
+    if "args" in container:
+        return entrypoint + container["args"]
+    return entrypoint + cmd
 
 
 # --- OCI bundles ------------------------------------------------------------
@@ -221,17 +337,21 @@ class Pod:
         if group is not None:
             os.chown(path, -1, group)
 
-    def bundle(self, name, container, env, sandbox_pid, argv_override=None):
-        """Writes <scratch>/bundles/<name>/{config.json,rootfs}."""
+    def bundle(self, name, container, env, sandbox_pid, images):
+        """Writes <scratch>/bundles/<name>/{config.json,rootfs}: the
+        container's image unpacked, or for the pause container (None) the
+        host's /usr."""
         bundle = os.path.join(self.scratch, "bundles", name)
         rootfs = os.path.join(bundle, "rootfs")
-        files, entrypoint = IMAGES.get(container["image"], ({}, [])) \
-            if container else ({}, [])
-        make_rootfs(rootfs, files)
-        mounts = base_mounts()
+        if container is None:
+            make_host_rootfs(rootfs)
+            mounts = base_mounts() + host_mounts()
+            image = {}
+        else:
+            image = images.unpack(container["image"], rootfs)
+            mounts = base_mounts()
         for vm in (container or {}).get("volumeMounts", []):
             source = self.volumes[vm["name"]]
-            os.makedirs(rootfs + vm["mountPath"], exist_ok=True)
             ro = vm.get("readOnly", False)
             if vm["name"] in self.hints:
                 # The shim's ChangeMountType: the bind of the hinted source
@@ -244,13 +364,14 @@ class Pod:
                                "source": source,
                                "options": ["rbind", "rprivate",
                                            "ro" if ro else "rw"]})
+        # The runtime creates each mount point in the (still writable)
+        # snapshot before the root is made read-only.
+        for m in mounts:
+            os.makedirs(rootfs + m["destination"], exist_ok=True)
         if container is None:  # pause
             argv = ["/usr/bin/sleep", "100000"]
-        elif argv_override:
-            argv = argv_override
         else:
-            argv = (container.get("command") or entrypoint) + \
-                container.get("args", [])
+            argv = kubernetes_argv(container, image)
         annotations = {"io.kubernetes.cri.sandbox-id": POD_ID}
         namespaces = [{"type": t} for t in ("mount", "ipc", "uts")]
         if container is None:
@@ -270,7 +391,7 @@ class Pod:
             namespaces.append(pid)
         config = {
             "ociVersion": "1.0.2",
-            "process": self.process(container, argv, env),
+            "process": self.process(container, argv, env, image, rootfs),
             "root": {"path": "rootfs",
                      "readonly": bool(container and container.get(
                          "securityContext", {}).get("readOnlyRootFilesystem"))},
@@ -283,11 +404,21 @@ class Pod:
             json.dump(config, f, indent=1)
         return bundle
 
-    def process(self, container, argv, env):
+    def process(self, container, argv, env, image, rootfs):
+        """The OCI process: the image's USER and Env under the manifest's
+        securityContext and env, as containerd's CRI plugin merges them."""
         pod_sc = self.spec.get("securityContext", {})
         sc = (container or {}).get("securityContext", {})
-        uid = sc.get("runAsUser", pod_sc.get("runAsUser", 0))
-        gid = sc.get("runAsGroup", pod_sc.get("runAsGroup", 0))
+        image_uid, image_gid = image_user(image, rootfs)
+        uid = sc.get("runAsUser", pod_sc.get("runAsUser", image_uid))
+        gid = sc.get("runAsGroup", pod_sc.get("runAsGroup", image_gid))
+        uid = 0 if uid is None else uid
+        gid = 0 if gid is None else gid
+        if container is not None and sc.get(
+                "runAsNonRoot", pod_sc.get("runAsNonRoot")) and uid == 0:
+            fail("container %s has runAsNonRoot and image %s will run as "
+                 "root (the kubelet refuses to start it)" % (
+                     container["name"], container["image"]))
         groups = [g for g in [pod_sc.get("fsGroup")] +
                   pod_sc.get("supplementalGroups", []) if g is not None]
         caps = [] if container is None else list(DEFAULT_CAPS)
@@ -296,15 +427,21 @@ class Pod:
             caps = []
         caps = [c for c in caps if c[len("CAP_"):] not in dropped]
         caps += ["CAP_" + c for c in sc.get("capabilities", {}).get("add", [])]
-        environment = ["PATH=/usr/local/bin:/usr/bin:/bin",
-                       "HOSTNAME=orders-server-test"]
-        environment += ["%s=%s" % kv for kv in env.items()]
+        environment = {}
+        for entry in image.get("Env") or []:
+            key, _, value = entry.partition("=")
+            environment[key] = value
+        environment.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:"
+                               "/usr/sbin:/usr/bin:/sbin:/bin")
+        environment["HOSTNAME"] = "orders-server-test"
+        environment.update(env)
         return {
             "terminal": False,
             "user": {"uid": uid, "gid": gid, "additionalGids": groups},
             "args": argv,
-            "env": environment,
-            "cwd": "/",
+            "env": ["%s=%s" % kv for kv in environment.items()],
+            "cwd": (container or {}).get("workingDir") or
+                   image.get("WorkingDir") or "/",
             # As containerd gives them: no ambient set, so a non-root
             # process keeps nothing across execve but what its file grants.
             "capabilities": {"bounding": caps, "effective": caps,
@@ -314,25 +451,20 @@ class Pod:
         }
 
 
-def make_rootfs(rootfs, files):
-    """An image: mount points for the host's /usr/* and /etc (read-only binds,
-    base_mounts), merged-/usr symlinks, and the image's own files copied in."""
-    for d in ("proc", "dev", "sys", "tmp", "etc", "var/run", "usr/local/bin",
-              "usr/bin", "usr/lib", "usr/lib64", "usr/share", "usr/sbin"):
+def make_host_rootfs(rootfs):
+    """The pause container's root: mount points for the host's /usr/* and
+    /etc (read-only binds, host_mounts) and merged-/usr symlinks."""
+    for d in ("proc", "dev", "sys", "etc", "usr/bin", "usr/lib", "usr/lib64",
+              "usr/share", "usr/sbin"):
         os.makedirs(os.path.join(rootfs, d), exist_ok=True)
     for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"),
                          ("lib64", "usr/lib64"), ("sbin", "usr/sbin")):
-        if not os.path.lexists(os.path.join(rootfs, link)):
-            os.symlink(target, os.path.join(rootfs, link))
-    for inside, relative in files.items():
-        dest = rootfs + inside
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        shutil.copy(e2e.path_of(relative), dest)
-        os.chmod(dest, 0o755)
+        os.symlink(target, os.path.join(rootfs, link))
 
 
 def base_mounts():
-    mounts = [
+    """What containerd mounts in every container."""
+    return [
         {"destination": "/proc", "type": "proc", "source": "proc"},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
          "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
@@ -340,14 +472,14 @@ def base_mounts():
          "options": ["nosuid", "noexec", "nodev", "mode=1777"]},
         {"destination": "/sys", "type": "sysfs", "source": "sysfs",
          "options": ["nosuid", "noexec", "nodev", "ro"]},
-        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
-         "options": ["nosuid", "nodev", "mode=1777"]},
     ]
-    for d in ("/usr/bin", "/usr/lib", "/usr/lib64", "/usr/share", "/usr/sbin",
-              "/etc"):
-        mounts.append({"destination": d, "type": "bind", "source": d,
-                       "options": ["rbind", "ro"]})
-    return mounts
+
+
+def host_mounts():
+    return [{"destination": d, "type": "bind", "source": d,
+             "options": ["rbind", "ro"]}
+            for d in ("/usr/bin", "/usr/lib", "/usr/lib64", "/usr/share",
+                      "/usr/sbin", "/etc")]
 
 
 # --- runsc --------------------------------------------------------------------
@@ -450,19 +582,20 @@ def run_pod(args, scratch, server_url):
     os.makedirs(debug_dir)
     runsc = Runsc(args.runsc, args.platform, state_dir, debug_dir)
     pod = Pod(scratch, pod_spec, secret, shm_root)
+    images = Images(scratch)
     port = free_port()
     namespace = "default"
     started = []
     out = {}
     try:
-        runsc.start(POD_ID, pod.bundle("pause", None, {}, 0),
+        runsc.start(POD_ID, pod.bundle("pause", None, {}, 0, images),
                     os.path.join(scratch, "pause.log"))
         started.append(POD_ID)
         spid = runsc.sandbox_pid()
         for init in pod.spec.get("initContainers", []):
             env = container_env(init, secret["stringData"], namespace)
             cid = "init-" + init["name"]
-            runsc.start(cid, pod.bundle(cid, init, env, spid),
+            runsc.start(cid, pod.bundle(cid, init, env, spid, images),
                         os.path.join(scratch, cid + ".log"))
             started.append(cid)
             status = runsc.wait(cid, 60)
@@ -476,21 +609,22 @@ def run_pod(args, scratch, server_url):
         spool = flag_value(collector["args"], "spool-dir") or "/var/spool/x"
         output_dir = os.path.join(os.path.dirname(spool), OUTPUT_DIR_NAME)
         out["local_dir"] = host_path(pod, collector, output_dir)
-        coll_argv = (IMAGES[collector["image"]][1] +
-                     with_flag(collector["args"], "metrics-port", str(port)) +
-                     ["--output-dir=" + output_dir])
+        collector = dict(collector, args=with_flag(
+            collector["args"], "metrics-port", str(port)) +
+            ["--output-dir=" + output_dir])
         coll_log = os.path.join(scratch, "collector.log")
         runsc.start("collector", pod.bundle(
             "collector", collector,
             container_env(collector, secret["stringData"], namespace), spid,
-            coll_argv), coll_log)
+            images), coll_log)
         started.append("collector")
         # A readiness probe's view: the sidecar serves /metrics.
         wait_until("the collector's /metrics", lambda: metrics(port), 30)
-        app_argv = with_flag(app["command"], "seconds", str(APP_SECONDS))
+        app = dict(app, command=with_flag(app["command"], "seconds",
+                                          str(APP_SECONDS)))
         runsc.start("app", pod.bundle(
             "app", app, container_env(app, secret["stringData"], namespace),
-            spid, app_argv), os.path.join(scratch, "app.log"))
+            spid, images), os.path.join(scratch, "app.log"))
         started.append("app")
         out["app_exit"] = runsc.wait("app", APP_SECONDS + 40)
         # Every ring followed to its end, then the counters as an operator
