@@ -14,8 +14,11 @@ Parses every YAML file here and checks the invariants README.md explains:
   - the compose stack's sidecar pair shares a tmpfs volume and a PID
     namespace, and its gVisor service runs `ringprof run`;
   - every collector flag and environment variable used anywhere in the kit
-    is one `ringprof --helpfull` documents, and every Bazel target the
-    Dockerfiles build exists in a BUILD file.
+    is one `ringprof --helpfull` documents;
+  - every ringprof image the manifest and the compose stack name is one
+    that images/BUILD.bazel builds, tagged with the repository's VERSION;
+    each Dockerfile COPYs exactly the layers its image's rule stages; the
+    init container runs the emitter image's copier on the library it holds.
 """
 
 import os
@@ -194,16 +197,71 @@ class AgainstTheCodeTest(unittest.TestCase):
         for name in sorted(set(re.findall(r"\bRINGPROF_[A-Z_]+\b", self.kit))):
             self.assertIn(name, config, "%s is not an emitter variable" % name)
 
-    def test_dockerfile_bazel_targets_exist(self):
-        for dockerfile in ("Dockerfile.collector", "Dockerfile.emitter"):
-            with open(os.path.join(HERE, dockerfile)) as f:
-                text = f.read()
-            for package, name in re.findall(r"//([\w/]+):([\w.+-]+)", text):
-                with open(os.path.join(SOURCE_ROOT, package, "BUILD.bazel")) as f:
-                    build = f.read()
-                self.assertIn('name = "%s"' % name, build,
-                              "%s: //%s:%s" % (dockerfile, package, name))
 
+
+def built_images():
+    """{repository: {"dockerfile": ..., "layers": [...], "files": {path in
+    the image: label}}} from the oci_image rules of images/BUILD.bazel."""
+    with open(os.path.join(SOURCE_ROOT, "examples", "deploy", "images",
+                           "BUILD.bazel")) as f:
+        build = f.read()
+    images = {}
+    for rule in re.findall(r"\noci_image\((.*?)\n\)", build, re.S):
+        repository = re.search(r'repository = "([^"]+)"', rule).group(1)
+        dockerfile = re.search(r'dockerfile = "//examples/deploy:([^"]+)"',
+                               rule).group(1)
+        layers_text = re.search(r"layers = \[(.*?)\]", rule, re.S).group(1)
+        files_text = re.search(r"files = \{(.*?)\}", rule, re.S).group(1)
+        images[repository] = {
+            "dockerfile": dockerfile,
+            "layers": re.findall(r'"([^"]+)"', layers_text),
+            "files": {"/" + path.split("/", 1)[1]: label for label, path in
+                      re.findall(r'"([^"]+)": "([^"]+)"', files_text)},
+        }
+    return images
+
+
+class ImagesTest(unittest.TestCase):
+    """The kit names the images examples/deploy/images builds."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.images = built_images()
+        with open(os.path.join(SOURCE_ROOT, "VERSION")) as f:
+            cls.version = f.read().strip()
+
+    def kit_image_names(self):
+        pod = load("k8s/ringprof-gvisor.yaml")[0]["spec"]["template"]["spec"]
+        names = [c["image"] for c in pod["containers"] + pod["initContainers"]]
+        names += [s["image"] for s in load("docker-compose.yaml")[0][
+            "services"].values()]
+        return [n for n in names if n.startswith("ringprof-")]
+
+    def test_kit_names_built_images_with_the_version_tag(self):
+        names = self.kit_image_names()
+        self.assertGreaterEqual(len(names), 4)
+        for name in names:
+            repository, _, tag = name.partition(":")
+            self.assertIn(repository, self.images, name)
+            self.assertEqual(tag, self.version,
+                             "%s: tag it with VERSION (%s)" % (name, self.version))
+
+    def test_dockerfiles_copy_the_layers_their_rule_stages(self):
+        for repository, image in self.images.items():
+            with open(os.path.join(HERE, image["dockerfile"])) as f:
+                dockerfile = f.read()
+            copied = re.findall(r"^COPY (\S+)/ /$", dockerfile, re.M)
+            self.assertEqual(copied, image["layers"], image["dockerfile"])
+            self.assertNotIn("RUN ", dockerfile, "no shell in the images")
+
+    def test_init_container_runs_the_emitter_images_copier(self):
+        pod = load("k8s/ringprof-gvisor.yaml")[0]["spec"]["template"]["spec"]
+        init = [c for c in pod["initContainers"]
+                if c["image"].startswith("ringprof-emitter:")][0]
+        files = self.images["ringprof-emitter"]["files"]
+        program, source = init["command"][:2]
+        self.assertTrue(files.get(program, "").endswith(":copier"), program)
+        self.assertEqual(files.get(source), "//emitter:libringprof.so", source)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

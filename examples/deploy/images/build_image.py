@@ -240,6 +240,12 @@ def main():
 
 
 def build(args, work):
+    context = stage(args, work)
+    build_with_buildah(args, work, context)
+
+
+def stage(args, work):
+    """The build context in <work>/context; returns its path."""
     packages = debian_files.Packages()
     context = Context(os.path.join(work, "context"), args.arch, packages)
     base_images = []
@@ -299,7 +305,10 @@ def build(args, work):
         for name in dirs + names:
             os.utime(os.path.join(directory, name), (args.epoch, args.epoch),
                      follow_symlinks=False)
+    return context.directory
 
+
+def build_with_buildah(args, work, context_dir):
     storage = ["buildah", "--root", os.path.join(work, "storage"),
                "--runroot", os.path.join(work, "run"),
                "--storage-driver", "vfs"]
@@ -322,7 +331,7 @@ def build(args, work):
                    "--timestamp", str(args.epoch), "--layers", "--pull=never",
                    "--platform", "linux/" + args.arch,
                    "--build-arg", "VERSION=" + args.version,
-                   "-f", args.dockerfile, "-t", name, context.directory],
+                   "-f", args.dockerfile, "-t", name, context_dir],
         "buildah build")
     layout = os.path.join(work, "layout")
     run(storage + ["push", "--quiet", "--signature-policy", policy, name,

@@ -84,7 +84,7 @@ def _oci_image_impl(ctx):
     )
     return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
-oci_image = rule(
+_oci_image = rule(
     implementation = _oci_image_impl,
     doc = "An image archive built by buildah from a Dockerfile (see the file's docstring).",
     attrs = {
@@ -130,3 +130,13 @@ oci_image = rule(
     toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
     incompatible_use_toolchain_transition = True,
 )
+
+def oci_image(name, reproduced = False, **kwargs):
+    """The image `name`; with `reproduced`, also `name_reproduced`: the same
+    image built again by another, independent buildah run (testonly), for a
+    test to compare the two archives."""
+    _oci_image(name = name, **kwargs)
+    if reproduced:
+        again = dict(kwargs)
+        again.pop("visibility", None)
+        _oci_image(name = name + "_reproduced", testonly = True, **again)

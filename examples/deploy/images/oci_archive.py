@@ -14,6 +14,7 @@ Archives are written reproducibly: entries sorted, one fixed mtime, owner
 0:0, fixed modes, so the same blobs give the same archive bytes.
 """
 
+import gzip
 import hashlib
 import io
 import json
@@ -74,12 +75,14 @@ class Image:
         return result
 
     def sizes(self):
-        """(compressed, uncompressed) bytes of the layers."""
+        """(compressed, uncompressed) bytes of the layers, i.e. what a
+        registry stores and what the layer tars take unpacked."""
         compressed = sum(layer["size"] for layer in self.manifest["layers"])
         uncompressed = 0
-        for data in self.layers():
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as layer:
-                uncompressed += sum(m.size for m in layer.getmembers())
+        for layer, data in zip(self.manifest["layers"], self.layers()):
+            if layer["mediaType"].endswith("+gzip"):
+                data = gzip.decompress(data)
+            uncompressed += len(data)
         return compressed, uncompressed
 
 
