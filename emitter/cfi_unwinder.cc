@@ -1,78 +1,90 @@
 #include "emitter/cfi_unwinder.h"
 
 #include <dlfcn.h>
-#include <signal.h>
-#include <sys/ucontext.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstring>
 
+#include "emitter/arch/arch.h"
 #include "emitter/libc_features.h"
 
 namespace ringprof {
 namespace emitter {
 namespace {
 
-// "mov $15, %rax; syscall" (rt_sigreturn): the kernel's signal trampoline.
-constexpr uint8_t kRtSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
-                                    0x00, 0x00, 0x0f, 0x05};
+using arch::kDwarfFp;
+using arch::kDwarfReturnAddress;
+using arch::kDwarfSp;
+
+uint64_t Load(uint64_t address) {
+  uint64_t value;
+  memcpy(&value, reinterpret_cast<const void*>(address), 8);
+  return value;
+}
+
+// A return address as the frame saved it, without its pointer-authentication
+// code.
+uint64_t LoadReturnAddress(uint64_t address) {
+  return arch::StripReturnAddress(Load(address));
+}
 
 // ---------------------------------------------------------------------------
 // Rules and their cache.
 
-// x86-64 DWARF register numbers.
-constexpr uint64_t kRbp = 6;
-constexpr uint64_t kRsp = 7;
-constexpr uint64_t kReturnAddress = 16;
-
 struct Rule {
-  // kSignalFrame: the kernel's rt_sigreturn trampoline (glibc's
-  // __restore_rt); the interrupted registers are in the ucontext_t the
-  // kernel pushed, which starts at the trampoline frame's stack pointer.
+  // kSignalFrame: the kernel's rt_sigreturn trampoline; the interrupted
+  // registers are in the ucontext_t the kernel pushed, at the trampoline
+  // frame's stack pointer + arch::kSignalContextOffset.
   enum Kind : uint8_t {
     kUnsupported,
     kOutermost,
     kStep,
     kSignalFrame
   } kind = kUnsupported;
-  bool cfa_from_rbp = false;
-  uint32_t cfa_offset = 0;  // CFA = (rbp or rsp) + cfa_offset
-  uint32_t rbp_slot = 0;    // 0: rbp unchanged; n: saved at CFA - 8n
+  bool cfa_from_fp = false;
+  uint32_t cfa_offset = 0;  // CFA = (fp or sp) + cfa_offset
+  uint32_t fp_slot = 0;     // 0: fp unchanged; n: saved at CFA - 8n
+  uint32_t ra_slot = 0;     // n: return address at CFA - 8n; 0: in the
+                            // link register (arch::kReturnAddressInRegister)
 };
 
-// One word per entry: tag (pc >> 12, 36 bits) << 28 | rbp_slot (8 bits) << 20
-// | cfa_offset (19 bits) << 1 | cfa_from_rbp. cfa_offset 0 means outermost
-// frame, 1 unsupported, 2 signal frame (none is a valid step: a CFA is at
-// least 8 bytes above the stack pointer, the return address). A word is only
-// ever replaced whole, so a reader sees some entry's complete rule and the tag
-// tells whether it is this pc's.
+// Two words per entry, each tagged with its pc (pc >> 12, 36 bits, in the
+// top bits):
+//   word 0: tag << 28 | kind << 20 | cfa_from_fp << 19 | cfa_offset (19 bits)
+//   word 1: tag << 28 | fp_slot (14 bits) << 14 | ra_slot (14 bits)
+// A word is only ever replaced whole, and a reader uses an entry only when
+// both words carry its pc's tag. They may have been written by different
+// threads, but the rule of a pc is always the same, so they agree. Pcs at
+// or above 2^48 are not cached.
 constexpr int kCacheBits = 12;
+constexpr int kTagShift = 28;
 constexpr uint64_t kMaxCfaOffset = (1u << 19) - 1;
-std::atomic<uint64_t> g_rule_cache[1 << kCacheBits];
+constexpr uint32_t kMaxSlot = (1u << 14) - 1;
+struct alignas(16) CacheEntry {
+  std::atomic<uint64_t> words[2];
+};
+CacheEntry g_rule_cache[1 << kCacheBits];
 
-constexpr uint64_t kUnsupportedOffset = 1;
-constexpr uint64_t kSignalFrameOffset = 2;
+bool Cacheable(uint64_t pc) { return (pc >> 48) == 0 && (pc >> 12) != 0; }
 
-uint64_t Encode(uint64_t pc, const Rule& rule) {
-  uint64_t offset = rule.cfa_offset;
-  if (rule.kind == Rule::kOutermost) offset = 0;
-  if (rule.kind == Rule::kUnsupported) offset = kUnsupportedOffset;
-  if (rule.kind == Rule::kSignalFrame) offset = kSignalFrameOffset;
-  return (pc >> kCacheBits) << 28 | uint64_t{rule.rbp_slot} << 20 |
-         offset << 1 | (rule.cfa_from_rbp ? 1 : 0);
+void Encode(uint64_t pc, const Rule& rule, uint64_t words[2]) {
+  const uint64_t tag = (pc >> kCacheBits) << kTagShift;
+  words[0] = tag | uint64_t{rule.kind} << 20 |
+             uint64_t{rule.cfa_from_fp ? 1u : 0u} << 19 | rule.cfa_offset;
+  words[1] = tag | uint64_t{rule.fp_slot} << 14 | rule.ra_slot;
 }
 
-bool Decode(uint64_t pc, uint64_t word, Rule* rule) {
-  if (word == 0 || (word >> 28) != (pc >> kCacheBits)) return false;
-  const uint64_t offset = (word >> 1) & kMaxCfaOffset;
-  rule->cfa_from_rbp = (word & 1) != 0;
-  rule->rbp_slot = static_cast<uint32_t>((word >> 20) & 0xff);
-  rule->cfa_offset = static_cast<uint32_t>(offset);
-  rule->kind = offset == 0                    ? Rule::kOutermost
-               : offset == kUnsupportedOffset ? Rule::kUnsupported
-               : offset == kSignalFrameOffset ? Rule::kSignalFrame
-                                              : Rule::kStep;
+bool Decode(uint64_t pc, const uint64_t words[2], Rule* rule) {
+  const uint64_t tag = pc >> kCacheBits;
+  if ((words[0] >> kTagShift) != tag || (words[1] >> kTagShift) != tag) {
+    return false;
+  }
+  rule->kind = static_cast<Rule::Kind>((words[0] >> 20) & 3);
+  rule->cfa_from_fp = ((words[0] >> 19) & 1) != 0;
+  rule->cfa_offset = static_cast<uint32_t>(words[0] & kMaxCfaOffset);
+  rule->fp_slot = static_cast<uint32_t>((words[1] >> 14) & kMaxSlot);
+  rule->ra_slot = static_cast<uint32_t>(words[1] & kMaxSlot);
   return true;
 }
 
@@ -223,12 +235,12 @@ const uint8_t* FindFde(uint64_t pc) {
 }
 
 struct Row {
-  uint64_t cfa_register = kRsp;
-  int64_t cfa_offset = 8;
-  bool rbp_saved = false;
-  int64_t rbp_offset = 0;
+  uint64_t cfa_register = kDwarfSp;
+  int64_t cfa_offset = 0;
+  bool fp_saved = false;
+  int64_t fp_offset = 0;
   bool ra_undefined = false;
-  bool ra_saved = false;
+  bool ra_saved = false;  // else in its register (the link register)
   int64_t ra_offset = 0;
 };
 
@@ -239,10 +251,10 @@ bool Execute(Reader& reader, uint64_t code_align, int64_t data_align,
   Row stack[4];
   int depth = 0;
   auto set_offset = [&](uint64_t reg, int64_t offset) {
-    if (reg == kRbp) {
-      row.rbp_saved = true;
-      row.rbp_offset = offset;
-    } else if (reg == kReturnAddress) {
+    if (reg == kDwarfFp) {
+      row.fp_saved = true;
+      row.fp_offset = offset;
+    } else if (reg == kDwarfReturnAddress) {
       row.ra_saved = true;
       row.ra_undefined = false;
       row.ra_offset = offset;
@@ -250,10 +262,10 @@ bool Execute(Reader& reader, uint64_t code_align, int64_t data_align,
     return true;
   };
   auto restore = [&](uint64_t reg) {
-    if (reg == kRbp) {
-      row.rbp_saved = initial.rbp_saved;
-      row.rbp_offset = initial.rbp_offset;
-    } else if (reg == kReturnAddress) {
+    if (reg == kDwarfFp) {
+      row.fp_saved = initial.fp_saved;
+      row.fp_offset = initial.fp_offset;
+    } else if (reg == kDwarfReturnAddress) {
       row.ra_saved = initial.ra_saved;
       row.ra_offset = initial.ra_offset;
       row.ra_undefined = initial.ra_undefined;
@@ -300,14 +312,18 @@ bool Execute(Reader& reader, uint64_t code_align, int64_t data_align,
         break;
       case 0x07: {  // undefined
         const uint64_t reg = reader.Uleb();
-        if (reg == kReturnAddress) row.ra_undefined = true;
-        if (reg == kRbp) return false;
+        if (reg == kDwarfReturnAddress) row.ra_undefined = true;
+        if (reg == kDwarfFp) return false;
         break;
       }
       case 0x08: {  // same_value
         const uint64_t reg = reader.Uleb();
-        if (reg == kRbp) row.rbp_saved = false;
-        if (reg == kReturnAddress) return false;
+        if (reg == kDwarfFp) row.fp_saved = false;
+        if (reg == kDwarfReturnAddress) {
+          if (!arch::kReturnAddressInRegister) return false;
+          row.ra_saved = false;
+          row.ra_undefined = false;
+        }
         break;
       }
       case 0x0a:  // remember_state
@@ -347,12 +363,22 @@ bool Execute(Reader& reader, uint64_t code_align, int64_t data_align,
         reader.Uleb();
         break;
       default:
+        // Return-address signing (AArch64's negate_ra_state) changes where
+        // nothing is: the walker strips every return address it reads.
+        if (op == arch::kNegateRaStateOpcode && op != 0) break;
         // Expressions, register-to-register rules, val_* rules, ...
         // Registers we do not track are harmless only for the ops above.
         return false;
     }
   }
   return reader.ok();
+}
+
+// A saved register's slot (CFA - 8 * slot) from its CFA-relative offset, or
+// 0 when it cannot be one.
+uint32_t SlotOf(int64_t offset) {
+  if (offset >= 0 || offset % 8 != 0 || -offset / 8 > kMaxSlot) return 0;
+  return static_cast<uint32_t>(-offset / 8);
 }
 
 // Interprets the CFI covering pc into a Rule.
@@ -386,7 +412,7 @@ Rule ComputeRule(uint64_t pc) {
   const int64_t data_align = cie_reader.Sleb();
   const uint64_t ra_register =
       version == 1 ? cie_reader.Fixed<uint8_t>() : cie_reader.Uleb();
-  if (ra_register != kReturnAddress) return rule;
+  if (ra_register != kDwarfReturnAddress) return rule;
   uint8_t fde_encoding = 0;
   bool has_augmentation_data = false;
   bool signal_frame = false;
@@ -412,6 +438,8 @@ Rule ComputeRule(uint64_t pc) {
         case 'S':
           signal_frame = true;
           break;
+        case 'B':  // AArch64: return addresses signed with the B key
+          break;
         default:  // anything unknown
           return rule;
       }
@@ -428,12 +456,12 @@ Rule ComputeRule(uint64_t pc) {
   }
   if (has_augmentation_data) fde_reader.Skip(fde_reader.Uleb());
   if (signal_frame) {
-    // Only the kernel's trampoline is understood: "mov $15, %rax; syscall"
-    // (rt_sigreturn) at the return address, i.e. at pc + 1. The bytes are
+    // Only the kernel's trampoline is understood: rt_sigreturn's
+    // instructions at the return address, i.e. at pc + 1. The bytes are
     // inside the FDE's range of a loaded object, so readable.
-    if (pc + 1 + sizeof(kRtSigreturn) <= pc_begin + pc_range &&
-        memcmp(reinterpret_cast<const void*>(pc + 1), kRtSigreturn,
-               sizeof(kRtSigreturn)) == 0) {
+    if (pc + 1 + sizeof(arch::kSigreturnCode) <= pc_begin + pc_range &&
+        memcmp(reinterpret_cast<const void*>(pc + 1), arch::kSigreturnCode,
+               sizeof(arch::kSigreturnCode)) == 0) {
       rule.kind = Rule::kSignalFrame;
     }
     return rule;
@@ -453,120 +481,182 @@ Rule ComputeRule(uint64_t pc) {
     rule.kind = Rule::kOutermost;
     return rule;
   }
-  if (!row.ra_saved || row.ra_offset != -8) return rule;
-  if (row.cfa_register != kRsp && row.cfa_register != kRbp) return rule;
-  if (row.cfa_offset < 8 ||  // 8: at a function's first instruction
+  if (row.ra_saved) {
+    rule.ra_slot = SlotOf(row.ra_offset);
+    if (rule.ra_slot == 0) return rule;
+  } else if (!arch::kReturnAddressInRegister) {
+    return rule;
+  }
+  if (row.cfa_register != kDwarfSp && row.cfa_register != kDwarfFp) {
+    return rule;
+  }
+  if (row.cfa_offset < arch::kMinCfaOffset ||  // at a function's first insn
       static_cast<uint64_t>(row.cfa_offset) > kMaxCfaOffset) {
     return rule;
   }
-  if (row.rbp_saved) {
-    if (row.rbp_offset >= 0 || row.rbp_offset % 8 != 0 ||
-        -row.rbp_offset / 8 > 255) {
-      return rule;
-    }
-    rule.rbp_slot = static_cast<uint32_t>(-row.rbp_offset / 8);
+  if (row.fp_saved) {
+    rule.fp_slot = SlotOf(row.fp_offset);
+    if (rule.fp_slot == 0) return rule;
   }
   rule.kind = Rule::kStep;
-  rule.cfa_from_rbp = row.cfa_register == kRbp;
+  rule.cfa_from_fp = row.cfa_register == kDwarfFp;
   rule.cfa_offset = static_cast<uint32_t>(row.cfa_offset);
   return rule;
 }
 
 Rule RuleFor(uint64_t pc) {
-  std::atomic<uint64_t>& slot = g_rule_cache[pc & ((1u << kCacheBits) - 1)];
+  if (!Cacheable(pc)) return ComputeRule(pc);
+  CacheEntry& entry = g_rule_cache[pc & ((1u << kCacheBits) - 1)];
+  uint64_t words[2] = {entry.words[0].load(std::memory_order_relaxed),
+                       entry.words[1].load(std::memory_order_relaxed)};
   Rule rule;
-  if (Decode(pc, slot.load(std::memory_order_relaxed), &rule)) return rule;
+  if (Decode(pc, words, &rule)) return rule;
   rule = ComputeRule(pc);
-  slot.store(Encode(pc, rule), std::memory_order_relaxed);
+  Encode(pc, rule, words);
+  entry.words[0].store(words[0], std::memory_order_relaxed);
+  entry.words[1].store(words[1], std::memory_order_relaxed);
   return rule;
 }
 
-// Whether the return address `pc` is musl's __restore_rt, which has no
-// unwind table there: the kernel's trampoline bytes at pc, inside an object
-// FindObject knows (so readable).
+// Whether the return address `pc` is an rt_sigreturn trampoline without an
+// unwind table (musl's __restore_rt): the kernel's trampoline bytes at pc,
+// inside an object FindObject knows (so readable).
 bool IsUntabledSigreturn(uint64_t pc) {
   dl_find_object object;
   if (FindObject(reinterpret_cast<void*>(pc), &object) != 0) return false;
-  return pc + sizeof(kRtSigreturn) <=
+  return pc + sizeof(arch::kSigreturnCode) <=
              reinterpret_cast<uint64_t>(object.dlfo_map_end) &&
-         memcmp(reinterpret_cast<const void*>(pc), kRtSigreturn,
-                sizeof(kRtSigreturn)) == 0;
+         memcmp(reinterpret_cast<const void*>(pc), arch::kSigreturnCode,
+                sizeof(arch::kSigreturnCode)) == 0;
 }
-
-// Whether the bytes before `address` end in a call instruction: call rel32
-// (e8), call through a register or memory operand (ff /2 in its 2, 3, 6
-// and 7 byte forms).
-bool FollowsCall(uint64_t address) {
-  const auto* code = reinterpret_cast<const uint8_t*>(address);
-  if (code[-5] == 0xe8) return true;
-  static constexpr int kLengths[] = {2, 3, 6, 7};
-  for (int length : kLengths) {
-    if (code[-length] == 0xff && ((code[1 - length] >> 3) & 7) == 2) {
-      return true;
-    }
-  }
-  return false;
-}
-
-constexpr int kScanWords = 256;
 
 // A return address into code with unwind tables, just past a call.
 bool IsReturnAddress(uint64_t value, Rule* rule) {
   dl_find_object object;
-  // The 7 bytes before it must be on its page (mapped): never read across
-  // a page boundary into what may be a hole between segments.
-  if ((value & 4095) < 7 ||
+  // The bytes of the call before it must be on its page (mapped): never
+  // read across a page boundary into what may be a hole between segments.
+  if ((value & 4095) < static_cast<uint64_t>(arch::kMaxCallBytes) ||
       FindObject(reinterpret_cast<void*>(value), &object) != 0 ||
       object.dlfo_eh_frame == nullptr) {
     return false;
   }
   *rule = RuleFor(value - 1);
   return (rule->kind == Rule::kStep || rule->kind == Rule::kOutermost) &&
-         FollowsCall(value);
+         arch::FollowsCall(value);
 }
 
-// The nearest word above rsp that is a return address whose frame unwinds
-// one step further to another return address (or is outermost): a stale
-// return address left in the libc frame by an earlier call rarely does.
-// A frame whose CFA is rbp-based needs the program's rbp: the register's
-// value `*rbp` if the libc code left it alone, else one of the words just
-// below the return address, where the libc function's prologue pushed the
-// callee-saved registers; *rbp is updated to the one that fits.
+// The stack a walk may read: [sp, stack_high), and not below stack_low.
+struct StackBounds {
+  uint64_t low;
+  uint64_t high;
+  bool Holds(uint64_t address, uint64_t sp, uint64_t size = 8) const {
+    return address >= sp && address + size <= high &&
+           (low == 0 || address >= low);
+  }
+};
+
+// The registers of the frame being left.
+struct Frame {
+  uint64_t pc;
+  uint64_t sp;
+  uint64_t fp;
+  uint64_t lr;
+  bool lr_known;     // lr holds the link register's value (signal context)
+  bool interrupted;  // pc is the interrupted instruction, not a return
+};
+
+// ---------------------------------------------------------------------------
+// The kernel's signal frame.
+
+// Whether the return address `pc`, outside every object, is an rt_sigreturn
+// trampoline (qemu-user maps its own page for it): the stack at `sp` holds
+// a signal frame whose saved context names the frame record at `fp` as the
+// kernel writes it ({the interrupted x29, x30}), and the trampoline's bytes
+// are at pc (read only then: the handler returns there, so it is mapped).
+bool IsUnknownSigreturn(const Frame& frame, const StackBounds& stack) {
+  if (!arch::kSignalFrameHasFrameRecord) return false;
+  dl_find_object object;
+  if (FindObject(reinterpret_cast<void*>(frame.pc), &object) == 0) {
+    return false;
+  }
+  const uint64_t context = frame.sp + arch::kSignalContextOffset;
+  if (arch::kContextLrOffset < 0 ||
+      !stack.Holds(context + arch::kContextFpOffset, frame.sp) ||
+      !stack.Holds(context + arch::kContextLrOffset, frame.sp) ||
+      frame.fp <= context || !stack.Holds(frame.fp, frame.sp, 16)) {
+    return false;
+  }
+  return Load(frame.fp + arch::kFrameRecordFpOffset) ==
+             Load(context + arch::kContextFpOffset) &&
+         Load(frame.fp + arch::kFrameRecordRaOffset) ==
+             Load(context + arch::kContextLrOffset) &&
+         memcmp(reinterpret_cast<const void*>(frame.pc), arch::kSigreturnCode,
+                sizeof(arch::kSigreturnCode)) == 0;
+}
+
+// Steps from a signal trampoline's frame into the interrupted one.
+bool StepIntoInterrupted(Frame& frame, const StackBounds& stack) {
+  const uint64_t context = frame.sp + arch::kSignalContextOffset;
+  if (!stack.Holds(context + arch::kContextFpOffset, frame.sp) ||
+      !stack.Holds(context + arch::kContextSpOffset, frame.sp) ||
+      !stack.Holds(context + arch::kContextPcOffset, frame.sp) ||
+      (arch::kContextLrOffset >= 0 &&
+       !stack.Holds(context + arch::kContextLrOffset, frame.sp))) {
+    return false;
+  }
+  const uint64_t interrupted_sp = Load(context + arch::kContextSpOffset);
+  if (interrupted_sp <= context || interrupted_sp >= stack.high) return false;
+  frame.fp = Load(context + arch::kContextFpOffset);
+  frame.pc = Load(context + arch::kContextPcOffset);
+  frame.lr_known = arch::kContextLrOffset >= 0;
+  frame.lr = frame.lr_known ? Load(context + arch::kContextLrOffset) : 0;
+  frame.sp = interrupted_sp;
+  frame.interrupted = true;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// musl: frames in code without unwind tables.
+
+// Where a call instruction pushes the return address (x86-64): the nearest
+// word above sp that is a return address whose frame unwinds one step
+// further to another return address (or is outermost): a stale return
+// address left in the libc frame by an earlier call rarely does. A frame
+// whose CFA is fp-based needs the program's fp: the register's value `*fp`
+// if the libc code left it alone, else one of the words just below the
+// return address, where the libc function's prologue pushed the
+// callee-saved registers; *fp is updated to the one that fits.
+constexpr int kScanWords = 256;
 constexpr int kSavedRegisterWords = 6;
 
-bool ScanForReturnAddress(uint64_t rsp, uint64_t* rbp, uint64_t stack_low,
-                          uint64_t stack_high, uint64_t* slot,
-                          uint64_t* return_address) {
-  const auto in_stack = [&](uint64_t address) {
-    return address >= rsp && address + 8 <= stack_high &&
-           (stack_low == 0 || address >= stack_low);
-  };
+bool ScanForReturnAddress(uint64_t sp, uint64_t* fp, const StackBounds& stack,
+                          uint64_t* slot, uint64_t* return_address) {
   // Whether the frame of return address slot `at` with `rule` unwinds to
-  // another return address when rbp is `frame`.
+  // another return address when fp is `frame`.
   const auto steps = [&](uint64_t at, const Rule& rule, uint64_t frame) {
-    const uint64_t cfa = (rule.cfa_from_rbp ? frame : at + 8) + rule.cfa_offset;
-    if (cfa <= at + 8 || !in_stack(cfa - 8)) return false;
-    uint64_t next;
-    memcpy(&next, reinterpret_cast<const void*>(cfa - 8), 8);
+    const uint64_t cfa = (rule.cfa_from_fp ? frame : at + 8) + rule.cfa_offset;
+    const uint64_t next_at = cfa - 8 * uint64_t{rule.ra_slot};
+    if (rule.ra_slot == 0 || cfa <= at + 8 || !stack.Holds(next_at, sp)) {
+      return false;
+    }
+    const uint64_t next = LoadReturnAddress(next_at);
     Rule next_rule;
     return next == 0 || IsReturnAddress(next, &next_rule);
   };
   for (int i = 0; i < kScanWords; ++i) {
-    const uint64_t at = rsp + 8 * static_cast<uint64_t>(i);
-    if (!in_stack(at)) break;
-    uint64_t value;
-    memcpy(&value, reinterpret_cast<const void*>(at), 8);
+    const uint64_t at = sp + 8 * static_cast<uint64_t>(i);
+    if (!stack.Holds(at, sp)) break;
+    const uint64_t value = LoadReturnAddress(at);
     Rule rule;
     if (!IsReturnAddress(value, &rule)) continue;
-    bool fits = rule.kind == Rule::kOutermost || steps(at, rule, *rbp);
-    for (int k = 1; !fits && rule.cfa_from_rbp && k <= kSavedRegisterWords;
+    bool fits = rule.kind == Rule::kOutermost || steps(at, rule, *fp);
+    for (int k = 1; !fits && rule.cfa_from_fp && k <= kSavedRegisterWords;
          ++k) {
       const uint64_t saved_at = at - 8 * static_cast<uint64_t>(k);
-      if (!in_stack(saved_at)) break;
-      uint64_t saved;
-      memcpy(&saved, reinterpret_cast<const void*>(saved_at), 8);
+      if (!stack.Holds(saved_at, sp)) break;
+      const uint64_t saved = Load(saved_at);
       if (steps(at, rule, saved)) {
-        *rbp = saved;
+        *fp = saved;
         fits = true;
       }
     }
@@ -578,12 +668,84 @@ bool ScanForReturnAddress(uint64_t rsp, uint64_t* rbp, uint64_t stack_low,
   return false;
 }
 
+// Whether `value` is a return address into a known object, just past a
+// call (the caller may lack unwind tables itself).
+bool IsCallSite(uint64_t value) {
+  dl_find_object object;
+  return (value & 4095) >= static_cast<uint64_t>(arch::kMaxCallBytes) &&
+         FindObject(reinterpret_cast<void*>(value), &object) == 0 &&
+         arch::FollowsCall(value);
+}
+
+// Where the callee saves the return address in a frame record (AArch64):
+// the caller of an untabled frame is the link register's address (the
+// interrupted frame of a leaf or of a function still in its prologue: the
+// register then points into code with unwind tables, where a stale one
+// points back into the untabled function that made a call) or the one in
+// the frame record x29 points at (a function that made calls). The
+// caller's stack pointer then follows from its own rule: its CFA is fp +
+// offset when fp-based, or the address of its frame record (its x29) +
+// 8 * the slot its rule saves x29 in. Updates `frame` to the caller.
+bool StepThroughFrameRecord(Frame& frame, const StackBounds& stack) {
+  uint64_t pc = 0, fp = frame.fp, sp_floor = frame.sp;
+  const bool record_readable = stack.Holds(frame.fp, frame.sp, 16);
+  Rule rule;
+  if (frame.interrupted && frame.lr_known &&
+      IsReturnAddress(arch::StripReturnAddress(frame.lr), &rule)) {
+    pc = arch::StripReturnAddress(frame.lr);
+    // The function may have pushed its record already (still in its
+    // prologue): then the caller's x29 is the record's.
+    if (record_readable &&
+        LoadReturnAddress(frame.fp + arch::kFrameRecordRaOffset) == pc) {
+      fp = Load(frame.fp + arch::kFrameRecordFpOffset);
+      sp_floor = frame.fp + 16;
+    }
+  } else {
+    if (!record_readable) return false;
+    pc = LoadReturnAddress(frame.fp + arch::kFrameRecordRaOffset);
+    fp = Load(frame.fp + arch::kFrameRecordFpOffset);
+    sp_floor = frame.fp + 16;
+    if (fp != 0 && fp <= frame.fp) return false;  // records go up the stack
+    if (!IsReturnAddress(pc, &rule)) {
+      // Another untabled frame (libc calling libc): its record is above.
+      if (!IsCallSite(pc)) return false;
+      frame = {pc, sp_floor, fp, 0, false, false};
+      return true;
+    }
+  }
+  uint64_t sp = sp_floor;
+  if (rule.kind == Rule::kStep) {
+    uint64_t cfa;
+    if (rule.cfa_from_fp) {
+      cfa = fp + rule.cfa_offset;
+    } else if (rule.fp_slot != 0) {
+      cfa = fp + 8 * uint64_t{rule.fp_slot};
+    } else {
+      return false;
+    }
+    if (cfa < sp_floor + rule.cfa_offset || rule.ra_slot == 0 ||
+        !stack.Holds(cfa - 8 * uint64_t{rule.ra_slot}, sp_floor)) {
+      return false;
+    }
+    const uint64_t next = LoadReturnAddress(cfa - 8 * uint64_t{rule.ra_slot});
+    Rule next_rule;
+    if (next != 0 && !IsReturnAddress(next, &next_rule) && !IsCallSite(next)) {
+      return false;
+    }
+    sp = cfa - rule.cfa_offset;
+  }
+  frame = {pc, sp, fp, 0, false, false};
+  return true;
+}
+
 }  // namespace
 
 void FlushUnwindRules() {
-  for (std::atomic<uint64_t>& word : g_rule_cache) {
-    if (word.load(std::memory_order_relaxed) != 0) {
-      word.store(0, std::memory_order_relaxed);
+  for (CacheEntry& entry : g_rule_cache) {
+    for (std::atomic<uint64_t>& word : entry.words) {
+      if (word.load(std::memory_order_relaxed) != 0) {
+        word.store(0, std::memory_order_relaxed);
+      }
     }
   }
 }
@@ -591,7 +753,8 @@ void FlushUnwindRules() {
 int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
             int skip, bool* truncated, uint64_t stack_low, uint64_t stack_high,
             CfiWalkStop* stop) {
-  uint64_t pc = start.pc, rsp = start.rsp, rbp = start.rbp;
+  Frame frame = {start.pc, start.sp, start.fp, 0, false, false};
+  const StackBounds stack = {stack_low, stack_high};
   int count = 0;
   *truncated = false;
   bool crossed_signal_frame = false;
@@ -602,107 +765,99 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
     }
     return -1;
   };
-  // Every address this reads is checked against [rsp, stack_high).
+  // Every address this reads is checked against [sp, stack_high).
   auto in_stack = [&](uint64_t address) {
-    return address >= rsp && address + 8 <= stack_high &&
-           (stack_low == 0 || address >= stack_low);
+    return stack.Holds(address, frame.sp);
   };
-  // False for the frame a signal interrupted: its pc is the exact
-  // instruction, not a return address.
-  bool pc_is_return_address = true;
-  // musl: the words below the return address the last scan found.
+  // musl on x86-64: the words below the return address the last scan found.
   uint64_t saved_words[kSavedRegisterWords];
   int saved_count = 0;
   for (int steps = 0; steps < 4096; ++steps) {
-    if (pc == 0) return count;
+    if (frame.pc == 0) return count;
     if (skip > 0) {
       --skip;
     } else if (count == max_frames) {
       *truncated = true;
       return count;
     } else {
-      frames[count++] = pc;
+      frames[count++] = frame.pc;
     }
     // A return address's call instruction is at pc - 1.
-    const Rule rule = RuleFor(pc_is_return_address ? pc - 1 : pc);
-    pc_is_return_address = true;
+    const Rule rule = RuleFor(frame.interrupted ? frame.pc : frame.pc - 1);
     if (rule.kind == Rule::kOutermost) return count;
     const bool signal_frame =
         rule.kind == Rule::kSignalFrame ||
-        (rule.kind == Rule::kUnsupported && FramePointerFallback() &&
-         IsUntabledSigreturn(pc));
+        (rule.kind == Rule::kUnsupported &&
+         ((FramePointerFallback() && IsUntabledSigreturn(frame.pc)) ||
+          (!frame.interrupted && IsUnknownSigreturn(frame, stack))));
     if (signal_frame) {
-      // The ucontext_t the kernel pushed starts at the stack pointer.
-      constexpr uint64_t kGregs = offsetof(ucontext_t, uc_mcontext.gregs);
-      const uint64_t context = rsp;
-      if (!in_stack(context + kGregs + 8 * REG_RBP) ||
-          !in_stack(context + kGregs + 8 * REG_RSP) ||
-          !in_stack(context + kGregs + 8 * REG_RIP)) {
-        return fail();
-      }
-      uint64_t interrupted_rsp;
-      memcpy(&interrupted_rsp,
-             reinterpret_cast<const void*>(context + kGregs + 8 * REG_RSP), 8);
-      memcpy(&rbp,
-             reinterpret_cast<const void*>(context + kGregs + 8 * REG_RBP), 8);
-      memcpy(&pc, reinterpret_cast<const void*>(context + kGregs + 8 * REG_RIP),
-             8);
-      if (interrupted_rsp <= context || interrupted_rsp >= stack_high) {
-        return fail();
-      }
-      rsp = interrupted_rsp;
-      pc_is_return_address = false;
+      if (!StepIntoInterrupted(frame, stack)) return fail();
       crossed_signal_frame = true;
       continue;
     }
     if (rule.kind != Rule::kStep) {
-      // musl's libc has no unwind tables (nor frame pointers): find the
-      // return address its code was called from, the nearest word above
-      // rsp that points just past a call instruction in code that has
-      // them, and go on from there.
+      // musl's libc has no unwind tables: find the return address its code
+      // was called from, and go on from there.
       if (!FramePointerFallback()) return fail();
+      if (!arch::kCallPushesReturnAddress) {
+        if (!StepThroughFrameRecord(frame, stack)) return fail();
+        continue;
+      }
       uint64_t slot = 0;
-      if (!ScanForReturnAddress(rsp, &rbp, stack_low, stack_high, &slot, &pc)) {
+      if (!ScanForReturnAddress(frame.sp, &frame.fp, stack, &slot, &frame.pc)) {
         return fail();
       }
       // Where the libc function saved the callee-saved registers: the
-      // program's rbp may be among them, for a later rbp-based frame.
+      // program's fp may be among them, for a later fp-based frame.
       saved_count = 0;
       for (int k = 1; k <= kSavedRegisterWords; ++k) {
         const uint64_t at = slot - 8 * static_cast<uint64_t>(k);
         if (!in_stack(at)) break;
-        memcpy(&saved_words[saved_count++], reinterpret_cast<const void*>(at),
-               8);
+        saved_words[saved_count++] = Load(at);
       }
-      rsp = slot + 8;
+      frame.sp = slot + 8;
+      frame.interrupted = false;
+      frame.lr_known = false;
       continue;
     }
-    uint64_t cfa = (rule.cfa_from_rbp ? rbp : rsp) + rule.cfa_offset;
-    if (rule.cfa_from_rbp && (cfa <= rsp || !in_stack(cfa - 8))) {
-      // rbp clobbered by libc code without unwind tables (musl): try the
+    uint64_t cfa = (rule.cfa_from_fp ? frame.fp : frame.sp) + rule.cfa_offset;
+    const auto ra_at = [&rule](uint64_t at) {
+      return at - 8 * uint64_t{rule.ra_slot};
+    };
+    if (rule.cfa_from_fp && rule.ra_slot != 0 &&
+        (cfa <= frame.sp || !in_stack(ra_at(cfa)))) {
+      // fp clobbered by libc code without unwind tables (musl): try the
       // registers it saved.
       for (int k = 0; k < saved_count; ++k) {
         const uint64_t candidate = saved_words[k] + rule.cfa_offset;
-        if (candidate <= rsp || !in_stack(candidate - 8)) continue;
-        uint64_t next;
-        memcpy(&next, reinterpret_cast<const void*>(candidate - 8), 8);
+        if (candidate <= frame.sp || !in_stack(ra_at(candidate))) continue;
+        const uint64_t next = LoadReturnAddress(ra_at(candidate));
         Rule next_rule;
         if (next != 0 && !IsReturnAddress(next, &next_rule)) continue;
-        rbp = saved_words[k];
+        frame.fp = saved_words[k];
         cfa = candidate;
         break;
       }
     }
-    if (cfa <= rsp || !in_stack(cfa - 8)) return fail();
+    if (cfa < frame.sp + arch::kMinCfaOffset) return fail();
     uint64_t next_pc;
-    memcpy(&next_pc, reinterpret_cast<const void*>(cfa - 8), 8);
-    if (rule.rbp_slot != 0) {
-      const uint64_t slot = cfa - 8 * uint64_t{rule.rbp_slot};
-      if (!in_stack(slot)) return fail();
-      memcpy(&rbp, reinterpret_cast<const void*>(slot), 8);
+    if (rule.ra_slot == 0) {
+      // In the link register: only the interrupted frame's is known.
+      if (!frame.interrupted || !frame.lr_known) return fail();
+      next_pc = arch::StripReturnAddress(frame.lr);
+    } else {
+      if (!in_stack(ra_at(cfa))) return fail();
+      next_pc = LoadReturnAddress(ra_at(cfa));
     }
-    rsp = cfa;
-    pc = next_pc;
+    if (rule.fp_slot != 0) {
+      const uint64_t slot = cfa - 8 * uint64_t{rule.fp_slot};
+      if (!in_stack(slot)) return fail();
+      frame.fp = Load(slot);
+    }
+    frame.sp = cfa;
+    frame.pc = next_pc;
+    frame.interrupted = false;
+    frame.lr_known = false;
   }
   return fail();
 }

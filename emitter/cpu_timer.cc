@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "emitter/arch/arch.h"
 #include "emitter/config.h"
 #include "emitter/fork_child.h"
 #include "emitter/libc_imports.h"
@@ -216,14 +217,7 @@ SigactionFn NextSigaction() {
 // The signal handler.
 
 uintptr_t InterruptedPc(void* ucontext) {
-  const ucontext_t* uc = static_cast<const ucontext_t*>(ucontext);
-#if defined(__x86_64__)
-  return static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-  return static_cast<uintptr_t>(uc->uc_mcontext.pc);
-#else
-#error "InterruptedPc: unsupported architecture"
-#endif
+  return static_cast<uintptr_t>(arch::FromSignalContext(ucontext).pc);
 }
 
 // Finds the interrupted frame in a stack captured from the handler: the

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emitter/arch/arch.h"
+
 namespace ringprof {
 namespace emitter {
 namespace {
@@ -220,12 +222,7 @@ void* AddressOf(const SymbolTable& table, uint32_t index) {
                                ? symbol.st_value
                                : table.bias + symbol.st_value;
   if (ELF64_ST_TYPE(symbol.st_info) == STT_GNU_IFUNC) {
-#if defined(__x86_64__)
-    // x86-64 resolvers take no arguments (the loader's elf_ifunc_invoke).
-    return reinterpret_cast<void* (*)()>(value)();
-#else
-    return nullptr;  // other ABIs pass hwcaps: not found rather than wrong
-#endif
+    return arch::CallIfuncResolver(value);  // as the loader calls it
   }
   return reinterpret_cast<void*>(value);
 }

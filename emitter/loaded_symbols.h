@@ -19,7 +19,8 @@
 //  - a definition is a symbol of an allocated section (not undefined, not
 //    a canonical PLT entry of the executable), global, weak or unique,
 //    not TLS; an STT_GNU_IFUNC is resolved by calling its resolver, as the
-//    loader does (on x86-64; elsewhere it counts as not found).
+//    loader does, with the arguments the architecture's loader passes
+//    (arch/arch.h).
 //  - without a version, the default version (name@@V or unversioned) is
 //    taken, never a hidden one (name@V), as dlsym does; with one, exactly
 //    that version, as dlvsym.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emitter/arch/arch.h"
 #include "emitter/libc_imports.h"
 #include "emitter/live_set.h"
 #include "emitter/loaded_symbols.h"
@@ -534,7 +535,10 @@ int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
     for (size_t r = 0; r < count; ++r) {
       const ElfW(Rela)& rela = tables[table][r];
       const auto type = ELF64_R_TYPE(rela.r_info);
-      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+      if (type != arch::kJumpSlotRelocation &&
+          type != arch::kGlobDatRelocation) {
+        continue;
+      }
       const auto symbol = ELF64_R_SYM(rela.r_info);
       if (symbol == 0) continue;
       const int entry = EntryNamed(t, strtab + symtab[symbol].st_name);
@@ -549,7 +553,6 @@ int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
 }  // namespace
 
 bool TakeOverShadowedAllocator() {
-#if defined(__x86_64__)
   // Per entry: the first definition in lookup order, and the emitter's.
   SymbolRequest requests[2 * kEntryCount];
   for (int i = 0; i < kEntryCount; ++i) {
@@ -584,9 +587,6 @@ bool TakeOverShadowedAllocator() {
   ClassifyOperatorNew();
   dl_iterate_phdr(PatchObject, &t);
   return t.patched > 0;
-#else
-  return false;
-#endif
 }
 
 }  // namespace emitter

@@ -156,7 +156,7 @@ inline bool InBootstrapArena(const void* ptr) {
 // are pointed at the emitter's (through RELRO with mprotect). Objects
 // dlopen'ed later still call the allocator directly (unsampled, same
 // allocator). From the library constructor only, before other threads
-// allocate; true when something was taken over. x86-64 only.
+// allocate; true when something was taken over.
 bool TakeOverShadowedAllocator();
 
 // A description of the next allocator for the one diagnostic line the

@@ -374,9 +374,7 @@ uint64_t MonotonicNowNs() { return SampleClockNowNs(); }
 
 int MaxFrames() { return g_config.max_frames; }
 
-bool ClockReadIsSystemCall() {
-  return GetSampleClockInfo().clock_read_ns >= kSlowClockReadNs;
-}
+bool ClockReadIsSystemCall() { return ClockReadIsSlow(); }
 
 uint32_t RingSlots() { return g_ring_slots.load(std::memory_order_relaxed); }
 

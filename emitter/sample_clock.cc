@@ -1,8 +1,8 @@
-// Sample timestamps: CLOCK_MONOTONIC, or the TSC calibrated against it where
-// reading the clock is a system call (sample_clock.h).
+// Sample timestamps: CLOCK_MONOTONIC, or the cycle counter calibrated against
+// it where reading the clock is a system call (sample_clock.h).
 //
-// The calibration is one record (anchor TSC and time, nanoseconds per tick,
-// the TSC value up to which it may be used) behind a sequence counter.
+// The calibration is one record (anchor count and time, nanoseconds per tick,
+// the count up to which it may be used) behind a sequence counter.
 // Readers never wait: a reader that finds the record being rewritten or out
 // of date reads the real clock instead, and at most one thread at a time
 // (try-lock) turns such a read into a new anchor. The rate is always taken
@@ -10,16 +10,12 @@
 // the longer the process runs.
 #include "emitter/sample_clock.h"
 
-#include <sys/prctl.h>
 #include <time.h>
 
 #include <atomic>
 #include <cstdint>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <x86intrin.h>
-#endif
+#include "emitter/arch/arch.h"
 
 namespace ringprof {
 namespace emitter {
@@ -44,40 +40,25 @@ uint64_t ClockNs() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
-std::atomic<bool> g_tsc_mode{false};
+std::atomic<bool> g_counter_mode{false};
 uint64_t g_clock_read_ns = 0;
+uint64_t g_counter_read_ns = 0;
 
-#if defined(__x86_64__)
-
-uint64_t ReadTsc() { return __rdtsc(); }
-
-// Whether the TSC ticks at a constant rate in every power state (CPUID
-// 0x80000007 EDX bit 8) and user code may read it (no PR_TSC_SIGSEGV).
-bool TscUsable() {
-  unsigned eax, ebx, ecx, edx;
-  if (__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) == 0) return false;
-  if ((edx & (1u << 8)) == 0) return false;
-  int tsc_state = 0;
-  if (prctl(PR_GET_TSC, &tsc_state, 0, 0, 0) == 0 &&
-      tsc_state != PR_TSC_ENABLE) {
-    return false;
-  }
-  return true;
-}
+uint64_t ReadCounter() { return arch::ReadCycleCounter(); }
 
 struct Anchor {
-  uint64_t tsc;
+  uint64_t count;
   uint64_t ns;
   uint64_t width_ticks;  // how long the clock read took
 };
 
-// One clock read bracketed by TSC reads; the anchor is the midpoint.
+// One clock read bracketed by counter reads; the anchor is the midpoint.
 Anchor TakeAnchor() {
-  const uint64_t before = ReadTsc();
+  const uint64_t before = ReadCounter();
   const uint64_t ns = ClockNs();
-  const uint64_t after = ReadTsc();
+  const uint64_t after = ReadCounter();
   Anchor anchor;
-  anchor.tsc = before + (after - before) / 2;
+  anchor.count = before + (after - before) / 2;
   anchor.ns = ns;
   anchor.width_ticks = after - before;
   return anchor;
@@ -88,10 +69,10 @@ Anchor g_origin;
 
 // The published calibration.
 std::atomic<uint32_t> g_sequence{0};
-std::atomic<uint64_t> g_base_tsc{0};
+std::atomic<uint64_t> g_base_count{0};
 std::atomic<uint64_t> g_base_ns{0};
 std::atomic<double> g_ns_per_tick{0};
-std::atomic<uint64_t> g_limit_tsc{0};  // use the record while tsc < this
+std::atomic<uint64_t> g_limit_count{0};  // use the record while count < this
 std::atomic<bool> g_calibrating{false};
 
 // Reads the real clock; when no other thread is at it, makes the reading a
@@ -102,8 +83,8 @@ uint64_t Recalibrate() {
     return anchor.ns;
   }
   const uint64_t baseline_ns = anchor.ns - g_origin.ns;
-  const uint64_t baseline_ticks = anchor.tsc - g_origin.tsc;
-  if (anchor.ns > g_origin.ns && anchor.tsc > g_origin.tsc &&
+  const uint64_t baseline_ticks = anchor.count - g_origin.count;
+  if (anchor.ns > g_origin.ns && anchor.count > g_origin.count &&
       baseline_ns >= kMinBaselineNs) {
     const double ns_per_tick =
         static_cast<double>(baseline_ns) / static_cast<double>(baseline_ticks);
@@ -113,15 +94,15 @@ uint64_t Recalibrate() {
       const uint64_t window_ns =
           baseline_ns / 4 < kRecalibrateNs ? baseline_ns / 4 : kRecalibrateNs;
       const uint64_t limit =
-          anchor.tsc +
+          anchor.count +
           static_cast<uint64_t>(static_cast<double>(window_ns) / ns_per_tick);
       const uint32_t sequence = g_sequence.load(std::memory_order_relaxed);
       g_sequence.store(sequence + 1, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_release);
-      g_base_tsc.store(anchor.tsc, std::memory_order_relaxed);
+      g_base_count.store(anchor.count, std::memory_order_relaxed);
       g_base_ns.store(anchor.ns, std::memory_order_relaxed);
       g_ns_per_tick.store(ns_per_tick, std::memory_order_relaxed);
-      g_limit_tsc.store(limit, std::memory_order_relaxed);
+      g_limit_count.store(limit, std::memory_order_relaxed);
       g_sequence.store(sequence + 2, std::memory_order_release);
     }
   }
@@ -129,24 +110,23 @@ uint64_t Recalibrate() {
   return anchor.ns;
 }
 
-uint64_t TscNowNs() {
+uint64_t CounterNowNs() {
   const uint32_t sequence = g_sequence.load(std::memory_order_acquire);
-  const uint64_t base_tsc = g_base_tsc.load(std::memory_order_relaxed);
+  const uint64_t base_count = g_base_count.load(std::memory_order_relaxed);
   const uint64_t base_ns = g_base_ns.load(std::memory_order_relaxed);
   const double ns_per_tick = g_ns_per_tick.load(std::memory_order_relaxed);
-  const uint64_t limit = g_limit_tsc.load(std::memory_order_relaxed);
+  const uint64_t limit = g_limit_count.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if ((sequence & 1) != 0 ||
       sequence != g_sequence.load(std::memory_order_relaxed)) {
     return ClockNs();  // being rewritten (perhaps by the thread we interrupted)
   }
-  const uint64_t tsc = ReadTsc();
-  if (sequence == 0 || tsc < base_tsc || tsc >= limit) return Recalibrate();
-  return base_ns + static_cast<uint64_t>(static_cast<double>(tsc - base_tsc) *
-                                         ns_per_tick);
+  const uint64_t count = ReadCounter();
+  if (sequence == 0 || count < base_count || count >= limit)
+    return Recalibrate();
+  return base_ns + static_cast<uint64_t>(
+                       static_cast<double>(count - base_count) * ns_per_tick);
 }
-
-#endif  // __x86_64__
 
 }  // namespace
 
@@ -156,30 +136,41 @@ void SampleClockInit() {
   constexpr int kReads = 16;
   const uint64_t start = ClockNs();
   for (int i = 0; i < kReads; ++i) ClockNs();
-  g_clock_read_ns = (ClockNs() - start) / (kReads + 1);
-#if defined(__x86_64__)
-  if (g_clock_read_ns < kSlowClockReadNs || !TscUsable()) return;
+  const uint64_t end = ClockNs();
+  g_clock_read_ns = (end - start) / (kReads + 1);
+  if (g_clock_read_ns < arch::kSystemCallClockReadNs ||
+      !arch::CycleCounterUsable()) {
+    return;
+  }
+  // One more clock read (a system call here) times a batch of counter
+  // reads; its own cost adds 1/64 of a clock read to the result.
+  constexpr int kCounterReads = 64;
+  for (int i = 0; i < kCounterReads; ++i) ReadCounter();
+  g_counter_read_ns = (ClockNs() - end) / kCounterReads;
+  if (2 * g_counter_read_ns > g_clock_read_ns) return;
   // The narrowest of a few brackets is the most precise origin.
   g_origin = TakeAnchor();
   for (int i = 0; i < 3; ++i) {
     const Anchor anchor = TakeAnchor();
     if (anchor.width_ticks < g_origin.width_ticks) g_origin = anchor;
   }
-  g_tsc_mode.store(true, std::memory_order_release);
-#endif
+  g_counter_mode.store(true, std::memory_order_release);
 }
 
 uint64_t SampleClockNowNs() {
-#if defined(__x86_64__)
-  if (g_tsc_mode.load(std::memory_order_acquire)) return TscNowNs();
-#endif
+  if (g_counter_mode.load(std::memory_order_acquire)) return CounterNowNs();
   return ClockNs();
+}
+
+bool ClockReadIsSlow() {
+  return g_clock_read_ns >= arch::kSystemCallClockReadNs;
 }
 
 SampleClockInfo GetSampleClockInfo() {
   SampleClockInfo info;
-  info.tsc = g_tsc_mode.load(std::memory_order_acquire);
+  info.counter = g_counter_mode.load(std::memory_order_acquire);
   info.clock_read_ns = g_clock_read_ns;
+  info.counter_read_ns = g_counter_read_ns;
   return info;
 }
 

@@ -15,14 +15,19 @@
 // an allocation-heavy thread. (gVisor does not report an invariant TSC, so
 // there the TSC path below is not taken.)
 //
-// So SampleClockInit measures the clock. When a read costs more than a
-// system call should (kSlowClockNs) and the CPU has an invariant TSC that
-// user code may read, timestamps are extrapolated from the TSC: the rate
-// and offset are calibrated against CLOCK_MONOTONIC, and re-anchored (one
-// real clock read, by whichever thread notices first) every
-// kRecalibrateNs of extrapolated time, so the error stays within a few
-// microseconds; the collector's ticks are 10 ms. Otherwise (natively on
-// ordinary hosts) it is plain clock_gettime.
+// So SampleClockInit measures the clock. When a read costs what a system
+// call costs (arch::kSystemCallClockReadNs: 1 us on x86-64, 300 ns on
+// AArch64) and the CPU has a cycle counter that user code may read at
+// constant rate (the invariant TSC; AArch64's CNTVCT_EL0, which the vDSO
+// itself reads) and that is measured to cost at most half a clock read,
+// timestamps are extrapolated from the counter: the rate and offset are
+// calibrated against CLOCK_MONOTONIC, and re-anchored (one real clock read,
+// by whichever thread notices first) every kRecalibrateNs of extrapolated
+// time, so the error stays within a few microseconds; the collector's ticks
+// are 10 ms. Otherwise (natively on ordinary hosts, x86-64 and AArch64
+// alike) it is plain clock_gettime. (Under qemu-user, which has no vDSO for
+// AArch64, a clock read is an emulated system call of 770-1030 ns and
+// CNTVCT_EL0 125-180 ns: the counter.)
 #ifndef RINGPROF_EMITTER_SAMPLE_CLOCK_H_
 #define RINGPROF_EMITTER_SAMPLE_CLOCK_H_
 
@@ -34,14 +39,17 @@ namespace emitter {
 void SampleClockInit();
 uint64_t SampleClockNowNs();
 
-// A clock read slower than this is not a vDSO read: it left user space.
-inline constexpr uint64_t kSlowClockReadNs = 1000;
+// Whether a clock read measured at init left user space (a system call:
+// arch::kSystemCallClockReadNs).
+bool ClockReadIsSlow();
 
-// For tests and diagnostics: whether timestamps come from the TSC, and the
-// measured cost of one clock_gettime at init.
+// For tests and diagnostics: whether timestamps come from the cycle counter,
+// and the measured cost of one clock_gettime and one counter read at init
+// (the latter 0 when not measured).
 struct SampleClockInfo {
-  bool tsc = false;
+  bool counter = false;
   uint64_t clock_read_ns = 0;
+  uint64_t counter_read_ns = 0;
 };
 SampleClockInfo GetSampleClockInfo();
 

@@ -7,7 +7,8 @@
 //
 // Why DWARF at all: Debian builds libc and libstdc++ without frame
 // pointers, so a frame-pointer walk stops at the first libc/libstdc++ frame.
-// The unwinder follows .eh_frame CFI instead, which every x86-64 object has.
+// The unwinder follows .eh_frame CFI instead, which every x86-64 and
+// AArch64 object of a Linux distribution has (musl's libc aside).
 // On glibc >= 2.35 it locates each PC's object with _dl_find_object
 // (libgcc_s from GCC 12 imports it; check with `objdump -T libgcc_s.so.1`),
 // which is lock-free and async-signal-safe: no loader lock, no
@@ -101,13 +102,10 @@ __attribute__((noinline)) int CaptureStack(uint64_t* frames, int max_frames,
                                            int skip, bool* truncated) {
   const ThreadState& thread = tls_thread_state;
   if (thread.stack_high != 0) {
-    // Our frame: [fp] = caller's rbp, [fp+8] = return address into the
-    // caller, fp+16 = the caller's rsp after the call returns.
-    const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
-    UnwindStart start;
-    start.pc = fp[1];
-    start.rsp = reinterpret_cast<uintptr_t>(fp + 2);
-    start.rbp = fp[0];
+    // Our frame record holds the caller's frame pointer and the return
+    // address into it; our CFA is the caller's stack pointer.
+    const UnwindStart start =
+        CallerOf(__builtin_frame_address(0), __builtin_dwarf_cfa());
     CfiWalkStop stop;
     const int count = CfiWalk(start, frames, max_frames, skip, truncated,
                               thread.stack_low, thread.stack_high, &stop);

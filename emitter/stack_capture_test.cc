@@ -170,11 +170,8 @@ extern "C" __attribute__((noinline)) void RingprofTestBoth(BothWalkers* out) {
   out->fast.count = CaptureStack(out->fast.frames, 64, 0, &out->fast.truncated);
   out->libgcc.count =
       CaptureStackWithLibgcc(out->libgcc.frames, 64, 0, &out->libgcc.truncated);
-  const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
-  UnwindStart start;
-  start.pc = fp[1];
-  start.rsp = reinterpret_cast<uintptr_t>(fp + 2);
-  start.rbp = fp[0];
+  const UnwindStart start =
+      CallerOf(__builtin_frame_address(0), __builtin_dwarf_cfa());
   uint64_t frames[64];
   bool truncated;
   out->direct =

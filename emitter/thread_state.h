@@ -1,11 +1,12 @@
 // Per-thread emitter state, in initial-exec TLS.
 //
 // Initial-exec TLS is a fixed offset from the thread pointer: reading it is a
-// single %fs-relative load, never calls __tls_get_addr (which may allocate,
-// i.e. recurse into malloc) and is valid from the first instruction of a new
-// thread and in signal handlers. A preloaded library gets its static TLS
-// from the surplus glibc reserves; dlopen()ing libringprof.so later may fail
-// with "cannot allocate memory in static TLS block" (not supported).
+// single load relative to the thread pointer (%fs, tpidr_el0), never calls
+// __tls_get_addr (which may allocate, i.e. recurse into malloc) and is valid
+// from the first instruction of a new thread and in signal handlers. A
+// preloaded library gets its static TLS from the surplus glibc reserves;
+// dlopen()ing libringprof.so later may fail with "cannot allocate memory in
+// static TLS block" (not supported).
 //
 // Zero-initialised means "fresh thread"; every field's zero is meaningful.
 #ifndef RINGPROF_EMITTER_THREAD_STATE_H_
