@@ -43,7 +43,7 @@ class LockedSink : public ProfileSink {
     std::lock_guard<std::mutex> lock(mu_);
     int64_t sum = 0;
     for (const auto& w : profiles_) {
-      if (w.name != name || w.pid != pid) continue;
+      if (KindName(w.kind) != name || w.pid != pid) continue;
       perftools::profiles::Profile p;
       EXPECT_TRUE(p.ParseFromString(w.pprof));
       EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);

@@ -266,7 +266,7 @@ TEST(PprofGoldenTest, WindowAndMergedProfilesAreByteForByteAsBefore) {
     perftools::profiles::Profile parsed;
     ASSERT_TRUE(parsed.ParseFromString(w.pprof));
     EXPECT_TRUE(ValidatePprof(parsed).ok()) << ValidatePprof(parsed);
-    const std::string key = absl::StrCat(w.pid, ".", w.name);
+    const std::string key = absl::StrCat(w.pid, ".", KindName(w.kind));
     const std::string file = absl::StrCat(key, ".", seen[key]++, ".pb");
     files[file] = w.pprof;
     absl::StrAppend(&labels, file, " [", w.from_unix_ns, ", ", w.until_unix_ns,

@@ -41,25 +41,10 @@ void PrintLocalOutput(const LocalSink& local, const LocalOutput& out,
                       const std::string* fate) {
   std::fprintf(stderr, "\nringprof: profiles in %s/\n",
                local.out_dir().c_str());
-  if (!out.cpu_flamegraph.empty()) {
-    std::fprintf(stderr, "ringprof: CPU flame graph:    %s\n",
-                 out.cpu_flamegraph.c_str());
-  }
-  if (!out.memory_flamegraph.empty()) {
-    std::fprintf(stderr, "ringprof: memory flame graph: %s\n",
-                 out.memory_flamegraph.c_str());
-  }
-  if (!out.inuse_flamegraph.empty()) {
-    std::fprintf(stderr, "ringprof: live at exit:       %s\n",
-                 out.inuse_flamegraph.c_str());
-  }
-  if (!out.mutex_flamegraph.empty()) {
-    std::fprintf(stderr, "ringprof: lock contention:    %s\n",
-                 out.mutex_flamegraph.c_str());
-  }
-  if (!out.block_flamegraph.empty()) {
-    std::fprintf(stderr, "ringprof: blocking calls:     %s\n",
-                 out.block_flamegraph.c_str());
+  for (const LocalPage& page : out.pages) {
+    std::fprintf(stderr, "ringprof: %-20s%s\n",
+                 absl::StrCat(page.view->caption, ":").c_str(),
+                 page.path.c_str());
   }
   // What the emitters recorded about their environment (once each).
   for (const std::string& line : EnvironmentFactLines()) {

@@ -271,21 +271,20 @@ std::string ProfileId(const std::string& base, int index) {
   return id;
 }
 
-// The OTLP period type's type: the pprof's, or the profile's name for the
-// two profiles that share one (encoder.h).
+// The OTLP period type's type: the pprof's, or the kind's name for kinds
+// the table names so (encoder.h).
 absl::StatusOr<std::string> PeriodTypeName(const Profile& pprof,
                                            const TableImporter& tables,
-                                           const std::string& profile_name) {
-  if (profile_name == "mutex" || profile_name == "block") return profile_name;
+                                           ProfileKind kind) {
+  const ProfileKindInfo& info = KindInfo(kind);
+  if (info.otlp == OtlpNaming::kNameAsPeriodType) return std::string(info.name);
   return tables.PprofString(pprof.period_type().type());
 }
 
 absl::Status InitProfiles(const Profile& pprof, const TableImporter& tables,
-                          const std::string& profile_id,
-                          const std::string& profile_name, Dictionary* dict,
-                          pb::ScopeProfiles* scope) {
-  absl::StatusOr<std::string> period_type =
-      PeriodTypeName(pprof, tables, profile_name);
+                          const std::string& profile_id, ProfileKind kind,
+                          Dictionary* dict, pb::ScopeProfiles* scope) {
+  absl::StatusOr<std::string> period_type = PeriodTypeName(pprof, tables, kind);
   absl::StatusOr<std::string> period_unit =
       tables.PprofString(pprof.period_type().unit());
   if (!period_type.ok()) return period_type.status();
@@ -334,7 +333,7 @@ int32_t ServiceAttribute(
 absl::StatusOr<ExportRequest> EncodeProfile(
     const Profile& pprof,
     const ::opentelemetry::proto::resource::v1::Resource& resource,
-    const std::string& profile_id, const std::string& profile_name) {
+    const std::string& profile_id, ProfileKind kind) {
   ExportRequest request;
   Dictionary dict(request.mutable_dictionary());
   TableImporter tables(pprof, &dict);
@@ -345,7 +344,7 @@ absl::StatusOr<ExportRequest> EncodeProfile(
   pb::ScopeProfiles* scope = rp->add_scope_profiles();
   scope->mutable_scope()->set_name(kScopeName);
   if (absl::Status s =
-          InitProfiles(pprof, tables, profile_id, profile_name, &dict, scope);
+          InitProfiles(pprof, tables, profile_id, kind, &dict, scope);
       !s.ok()) {
     return s;
   }

@@ -24,12 +24,13 @@
 //     Pyroscope v2.2.1 does not resolve;
 //   * profile_id is derived from `profile_id` (16 bytes), so retries of one
 //     request carry the same ids;
-//   * the lock-contention and blocking profiles (`profile_name` "mutex" and
-//     "block") share Go's period type, contentions/count. OTLP has no
+//   * the lock-contention and blocking profiles (ProfileKind kMutex and
+//     kBlock) share Go's period type, contentions/count. OTLP has no
 //     profile name, and Pyroscope names an OTLP profile by its period type,
-//     so both would land in one series there: for these two the period
-//     type is the profile name (mutex/count, block/count). Every other
-//     profile keeps the pprof's.
+//     so both would land in one series there: for the kinds the table
+//     names so (OtlpNaming::kNameAsPeriodType) the period type is the
+//     kind's name (mutex/count, block/count). Every other profile keeps
+//     the pprof's.
 // Resource attributes are the caller's (resource.h); keys and string values
 // go inline (KeyValue.key / string_value), as every consumer reads them.
 //
@@ -40,6 +41,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "collector/pprof/profile_kinds.h"
 #include "proto/otlp/profiles_service.pb.h"
 #include "proto/profile.pb.h"
 
@@ -56,12 +58,11 @@ inline constexpr char kScopeName[] = "ringprof";
 // InvalidArgument when the pprof references an id it does not define or a
 // string index outside its table (the collector's own profiles never do).
 // `profile_id`: 16 bytes (shorter is zero-padded, longer cut).
-// `profile_name`: the collector's name of the profile (WindowProfile::name:
-// "process_cpu", "memory", "mutex", "block").
+// `kind`: the profile's kind (WindowProfile::kind).
 absl::StatusOr<ExportRequest> EncodeProfile(
     const perftools::profiles::Profile& pprof,
     const ::opentelemetry::proto::resource::v1::Resource& resource,
-    const std::string& profile_id, const std::string& profile_name);
+    const std::string& profile_id, ProfileKind kind);
 
 }  // namespace otlp
 }  // namespace collector

@@ -41,8 +41,8 @@ TEST(EncodeProfile, CpuProfileKeepsTypesStacksTagsAndSpans) {
   f.AddSample({2, 1}, {30'000'000},
               {{"endpoint", "/checkout"}, {"span_id", "00000000000000ff"}});
   f.AddSample({1}, {10'000'000});
-  absl::StatusOr<ExportRequest> r =
-      EncodeProfile(f.p, ServiceResource(), "0123456789abcdef", "process_cpu");
+  absl::StatusOr<ExportRequest> r = EncodeProfile(
+      f.p, ServiceResource(), "0123456789abcdef", ProfileKind::kCpu);
   ASSERT_TRUE(r.ok()) << r.status();
 
   ASSERT_EQ(r->resource_profiles_size(), 1);
@@ -88,7 +88,7 @@ TEST(EncodeProfile, MappingCarriesBuildIdAndDictionaryStartsWithZeros) {
   PprofFixture f({{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, 1);
   f.AddSample({1}, {5});
   absl::StatusOr<ExportRequest> r =
-      EncodeProfile(f.p, Resource(), "", "process_cpu");
+      EncodeProfile(f.p, Resource(), "", ProfileKind::kCpu);
   ASSERT_TRUE(r.ok()) << r.status();
   const pb::ProfilesDictionary& d = r->dictionary();
   EXPECT_EQ(d.string_table(0), "");
@@ -122,7 +122,7 @@ TEST(EncodeProfile, MemoryProfileBecomesOneProfilePerTypeWithSameTotals) {
   f.AddSample({2, 1}, {3, 3000, 0, 0});
   f.AddSample({1}, {1, 512, 1, 512});
   absl::StatusOr<ExportRequest> r =
-      EncodeProfile(f.p, Resource(), "id", "memory");
+      EncodeProfile(f.p, Resource(), "id", ProfileKind::kMemory);
   ASSERT_TRUE(r.ok()) << r.status();
   const pb::ScopeProfiles& scope = r->resource_profiles(0).scope_profiles(0);
   ASSERT_EQ(scope.profiles_size(), 4);
@@ -158,7 +158,7 @@ TEST(EncodeProfile, NumericLabelsAndTraceIdsAndBadSpanIds) {
   num->set_num_unit(f.Str("bytes"));
   f.AddSample({2}, {1}, {{"span_id", "not-hex"}});
   absl::StatusOr<ExportRequest> r =
-      EncodeProfile(f.p, Resource(), "", "process_cpu");
+      EncodeProfile(f.p, Resource(), "", ProfileKind::kCpu);
   ASSERT_TRUE(r.ok()) << r.status();
   const pb::Profile& prof =
       r->resource_profiles(0).scope_profiles(0).profiles(0);
@@ -184,7 +184,8 @@ TEST(EncodeProfile, MutexAndBlockProfilesGetTheirOwnPeriodTypes) {
     PprofFixture f({{"contentions", "count"}, {"delay", "nanoseconds"}},
                    {"contentions", "count"}, 1);
     f.AddSample({1}, {3, 3'000'000});
-    absl::StatusOr<ExportRequest> r = EncodeProfile(f.p, Resource(), "", name);
+    absl::StatusOr<ExportRequest> r =
+        EncodeProfile(f.p, Resource(), "", FindProfileKind(name)->kind);
     ASSERT_TRUE(r.ok()) << r.status();
     const pb::ScopeProfiles& scope = r->resource_profiles(0).scope_profiles(0);
     ASSERT_EQ(scope.profiles_size(), 2);
@@ -200,11 +201,11 @@ TEST(EncodeProfile, RefusesUndefinedReferences) {
   PprofFixture f({{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, 1);
   f.AddSample({7}, {1});
   EXPECT_TRUE(absl::IsInvalidArgument(
-      EncodeProfile(f.p, Resource(), "", "process_cpu").status()));
+      EncodeProfile(f.p, Resource(), "", ProfileKind::kCpu).status()));
   PprofFixture g({{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, 1);
   g.p.mutable_function(0)->set_name(999);
   EXPECT_TRUE(absl::IsInvalidArgument(
-      EncodeProfile(g.p, Resource(), "", "process_cpu").status()));
+      EncodeProfile(g.p, Resource(), "", ProfileKind::kCpu).status()));
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<shipping::PyroscopeSink>> MakeOtlpSink(
     facts.executable_name = ExecutableName(pprof);
     facts.extra = extra;
     absl::StatusOr<ExportRequest> request =
-        EncodeProfile(pprof, BuildResource(facts), UuidBytes(id), profile.name);
+        EncodeProfile(pprof, BuildResource(facts), UuidBytes(id), profile.kind);
     if (!request.ok()) return request.status();
     return request->SerializeAsString();
   };

@@ -69,8 +69,8 @@ int64_t Deadline(int64_t seconds) {
   return MonotonicNowNs() + seconds * kSecond;
 }
 
-void Submit(ProfileSink& sink, const char* name, int64_t from) {
-  sink.Submit(MakeWindowProfile(name, "svc", 100, from, from + 10 * kSecond));
+void Submit(ProfileSink& sink, ProfileKind kind, int64_t from) {
+  sink.Submit(MakeWindowProfile(kind, "svc", 100, from, from + 10 * kSecond));
 }
 
 TEST(OtlpSinkTest, EveryTypeArrivesWithItsResourceAndStoredLabels) {
@@ -81,8 +81,8 @@ TEST(OtlpSinkTest, EveryTypeArrivesWithItsResourceAndStoredLabels) {
   auto sink = MakeSink(Options(*receiver));
   ASSERT_NE(sink, nullptr);
   const int64_t from = AlignedWindowStartNs(1);
-  Submit(*sink, "process_cpu", from);
-  Submit(*sink, "memory", from);
+  Submit(*sink, ProfileKind::kCpu, from);
+  Submit(*sink, ProfileKind::kMemory, from);
   ASSERT_TRUE(sink->Flush(Deadline(20)).ok());
 
   const std::vector<AcceptedProfile> accepted = Accepted(*receiver);
@@ -126,7 +126,7 @@ TEST(OtlpSinkTest, UnreachableEndpointSpoolsAndTheNextSinkDeliversAll) {
     auto sink = MakeSink(options);
     ASSERT_NE(sink, nullptr);
     for (int i = 4; i >= 1; --i)
-      Submit(*sink, "process_cpu", AlignedWindowStartNs(i));
+      Submit(*sink, ProfileKind::kCpu, AlignedWindowStartNs(i));
     // Persisted counts as flushed: everything is in the disk spool.
     ASSERT_TRUE(sink->Flush(Deadline(10)).ok());
     EXPECT_EQ(CountSpoolFiles(spool), 4);
@@ -154,14 +154,14 @@ TEST(OtlpSinkTest, RefusalsAreRetriedAndRejectionsCounted) {
   auto sink = MakeSink(Options(*receiver));
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(receiver->Fault(R"({"status": 503, "count": 2})").ok());
-  Submit(*sink, "process_cpu", AlignedWindowStartNs(3));
+  Submit(*sink, ProfileKind::kCpu, AlignedWindowStartNs(3));
   ASSERT_TRUE(
       WaitFor([&] { return Accepted(*receiver).size() == 1; }, kWaitMs));
   EXPECT_EQ(retries(), 2u);
 
   ASSERT_TRUE(receiver->Fault(R"({"status": 400, "count": 1})").ok());
-  Submit(*sink, "process_cpu", AlignedWindowStartNs(2));
-  Submit(*sink, "process_cpu", AlignedWindowStartNs(1));
+  Submit(*sink, ProfileKind::kCpu, AlignedWindowStartNs(2));
+  Submit(*sink, ProfileKind::kCpu, AlignedWindowStartNs(1));
   ASSERT_TRUE(sink->Flush(Deadline(20)).ok());
   EXPECT_EQ(failed(), 1u);
   const std::vector<AcceptedProfile> accepted = Accepted(*receiver);
@@ -177,7 +177,7 @@ TEST(OtlpSinkTest, UncompressedAndWithoutPidByDefault) {
   options.process_pid = OtlpSinkOptions().process_pid;
   auto sink = MakeSink(options);
   ASSERT_NE(sink, nullptr);
-  Submit(*sink, "process_cpu", AlignedWindowStartNs(1));
+  Submit(*sink, ProfileKind::kCpu, AlignedWindowStartNs(1));
   ASSERT_TRUE(sink->Flush(Deadline(20)).ok());
   const std::vector<AcceptedProfile> accepted = Accepted(*receiver);
   ASSERT_EQ(accepted.size(), 1u);
@@ -196,8 +196,8 @@ TEST(OtlpSinkTest, PartialSuccessCountsAsFailedToo) {
                   ->Fault(R"({"partial_success": {"rejected_profiles": 1,
                               "error_message": "too many samples"}})")
                   .ok());
-  Submit(*sink, "process_cpu", AlignedWindowStartNs(2));
-  Submit(*sink, "process_cpu", AlignedWindowStartNs(1));
+  Submit(*sink, ProfileKind::kCpu, AlignedWindowStartNs(2));
+  Submit(*sink, ProfileKind::kCpu, AlignedWindowStartNs(1));
   ASSERT_TRUE(sink->Flush(Deadline(20)).ok());
   EXPECT_EQ(sent(), 2u);
   EXPECT_EQ(failed(), 1u);  // the first answer only

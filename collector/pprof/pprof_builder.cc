@@ -114,30 +114,6 @@ ProfileSpec SpecOfProfile(const perftools::profiles::Profile& p) {
   return spec;
 }
 
-ProfileSpec CpuProfileSpec(int64_t period_ns) {
-  ProfileSpec spec;
-  spec.sample_types = {{"cpu", "nanoseconds"}};
-  spec.period_type = {"cpu", "nanoseconds"};
-  spec.period = period_ns;
-  spec.primary_value = 0;
-  return spec;
-}
-
-ProfileSpec MemoryProfileSpec() {
-  ProfileSpec spec;
-  // Go's heap profile's types, in its order (pyroscope-go sends the same).
-  spec.sample_types = {{"alloc_objects", "count"},
-                       {"alloc_space", "bytes"},
-                       {"inuse_objects", "count"},
-                       {"inuse_space", "bytes"}};
-  spec.period_type = {"space", "bytes"};
-  // The emitter's sampling interval is not known here, and values are
-  // already unbiased estimates, so the period carries no information.
-  spec.period = 0;
-  spec.primary_value = 1;
-  return spec;
-}
-
 PprofBuilder::PprofBuilder(ProfileSpec spec, PyroscopeLimits limits)
     : spec_(std::move(spec)), limits_(limits) {
   limits_.max_samples = std::max<size_t>(limits_.max_samples, 1);

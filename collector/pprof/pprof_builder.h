@@ -41,7 +41,7 @@ namespace ringprof {
 namespace collector {
 
 struct ValueTypeSpec {
-  std::string type;  // e.g. "cpu", "alloc_space"
+  std::string type;  // e.g. "alloc_space"
   std::string unit;  // e.g. "nanoseconds", "bytes"
 };
 
@@ -56,11 +56,6 @@ struct ProfileSpec {
   int primary_value = 0;
 };
 
-// The profile kinds the collector produces.
-ProfileSpec CpuProfileSpec(int64_t period_ns);
-// alloc_objects/count, alloc_space/bytes, inuse_objects/count,
-// inuse_space/bytes (Go's heap profile types; default alloc_space).
-ProfileSpec MemoryProfileSpec();
 // The spec of a parsed profile: its sample types, period, time and default
 // sample type (the last one when it names none).
 ProfileSpec SpecOfProfile(const perftools::profiles::Profile& profile);

@@ -9,6 +9,7 @@
 #include "collector/pprof/go_pprof_testutil.h"
 #include "collector/pprof/pprof_io.h"
 #include "collector/pprof/pprof_validate.h"
+#include "collector/pprof/profile_kinds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -43,7 +44,7 @@ PprofBuilder::LocationId Fn(PprofBuilder& b, PprofBuilder::MappingId m,
 }
 
 TEST(PprofBuilderTest, ProducesValidCpuProfileWithMappingsAndInlines) {
-  ProfileSpec spec = CpuProfileSpec(10'000'000);
+  ProfileSpec spec = SpecOf(ProfileKind::kCpu, 10'000'000);
   spec.time_nanos = 1'700'000'000'000'000'000;
   spec.duration_nanos = 10'000'000'000;
   PprofBuilder b(spec);
@@ -82,7 +83,7 @@ TEST(PprofBuilderTest, ProducesValidCpuProfileWithMappingsAndInlines) {
 TEST(PprofBuilderTest, TrimsSmallestStacksIntoOneSampleKeepingTotals) {
   PyroscopeLimits limits;
   limits.max_samples = 100;
-  PprofBuilder b(MemoryProfileSpec(), limits);
+  PprofBuilder b(SpecOf(ProfileKind::kMemory), limits);
   int64_t total_bytes = 0;
   for (int i = 1; i <= 1000; ++i) {
     const auto loc = Fn(b, 0, 0x1000 + i, absl::StrCat("f", i));
@@ -103,7 +104,7 @@ TEST(PprofBuilderTest, TrimsSmallestStacksIntoOneSampleKeepingTotals) {
 }
 
 TEST(PprofBuilderTest, DefaultSampleLimitHoldsForManyDistinctStacks) {
-  PprofBuilder b(CpuProfileSpec(10'000'000));
+  PprofBuilder b(SpecOf(ProfileKind::kCpu, 10'000'000));
   const auto root = Fn(b, 0, 1, "root");
   int64_t total = 0;
   for (int i = 0; i < 17000; ++i) {
@@ -120,7 +121,7 @@ TEST(PprofBuilderTest, DefaultSampleLimitHoldsForManyDistinctStacks) {
 TEST(PprofBuilderTest, ByteLimitTrimsUntilTheProfileFits) {
   PyroscopeLimits limits;
   limits.max_bytes = 64 << 10;
-  PprofBuilder b(CpuProfileSpec(10'000'000), limits);
+  PprofBuilder b(SpecOf(ProfileKind::kCpu, 10'000'000), limits);
   std::vector<PprofBuilder::LocationId> stack;
   int64_t total = 0;
   for (int i = 0; i < 2000; ++i) {
@@ -141,7 +142,7 @@ TEST(PprofBuilderTest, ByteLimitTrimsUntilTheProfileFits) {
 }
 
 TEST(PprofBuilderTest, DeepStacksKeepInnermostFramesUnderTruncatedRoot) {
-  PprofBuilder b(CpuProfileSpec(10'000'000));
+  PprofBuilder b(SpecOf(ProfileKind::kCpu, 10'000'000));
   std::vector<PprofBuilder::LocationId> stack;
   for (int d = 0; d < 1500; ++d) {
     stack.push_back(Fn(b, 0, 0x1000 + d, absl::StrCat("frame", d)));
@@ -155,7 +156,7 @@ TEST(PprofBuilderTest, DeepStacksKeepInnermostFramesUnderTruncatedRoot) {
 }
 
 TEST(PprofBuilderTest, ValidatorRejectsWhatPyroscopeRejects) {
-  PprofBuilder b(CpuProfileSpec(10'000'000));
+  PprofBuilder b(SpecOf(ProfileKind::kCpu, 10'000'000));
   b.AddSample({Fn(b, 0, 1, "f")}, {1});
   Profile good = b.Build();
   ASSERT_TRUE(ValidatePprof(good).ok());
@@ -181,7 +182,7 @@ TEST(PprofBuilderTest, ValidatorRejectsWhatPyroscopeRejects) {
 TEST(PprofBuilderTest, ValidatorChecksTheIngestionWindowAndSampleLabels) {
   constexpr int64_t kNow = int64_t{1'700'000'000} * 1'000'000'000;
   constexpr int64_t kMinute = int64_t{60} * 1'000'000'000;
-  ProfileSpec spec = CpuProfileSpec(10'000'000);
+  ProfileSpec spec = SpecOf(ProfileKind::kCpu, 10'000'000);
   spec.time_nanos = kNow - 5 * kMinute;
   PprofBuilder b(spec);
   b.AddSample({Fn(b, 0, 1, "f")}, {1});
@@ -216,7 +217,7 @@ TEST(PprofBuilderTest, ValidatorChecksTheIngestionWindowAndSampleLabels) {
 TEST(PprofBuilderTest, WorkloadBytesBecomeValidUtf8ThatSurvivesParsing) {
   PyroscopeLimits limits;
   limits.max_string_bytes = 64;
-  PprofBuilder b(CpuProfileSpec(10'000'000), limits);
+  PprofBuilder b(SpecOf(ProfileKind::kCpu, 10'000'000), limits);
   MappingSpec m;
   m.filename = "/srv/bin_caf\xe9/app";
   m.build_id = "\xff\xfe";
@@ -244,7 +245,7 @@ TEST(PprofBuilderTest, WorkloadBytesBecomeValidUtf8ThatSurvivesParsing) {
 }
 
 TEST(PprofBuilderTest, GoToolPprofReadsIt) {
-  PprofBuilder b(MemoryProfileSpec());
+  PprofBuilder b(SpecOf(ProfileKind::kMemory));
   MappingSpec m;
   m.memory_start = 0x7f0000000000;
   m.memory_limit = 0x7f0000100000;
@@ -273,7 +274,7 @@ TEST(PprofBuilderTest, GoToolPprofReadsIt) {
 }
 
 TEST(PprofBuilderTest, SampleLabelsSplitSamplesAndGoToolPprofFiltersOnThem) {
-  PprofBuilder b(CpuProfileSpec(10'000'000));
+  PprofBuilder b(SpecOf(ProfileKind::kCpu, 10'000'000));
   const auto mapping = b.InternMapping(MappingSpec{});
   const auto hot = Fn(b, mapping, 0x1000, "hot_function");
   const auto main = Fn(b, mapping, 0x2000, "main");

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "absl/strings/match.h"
+#include "collector/pprof/profile_kinds.h"
 
 namespace ringprof {
 namespace collector {
@@ -40,7 +40,7 @@ absl::Status ProfileMerger::Add(const Profile& p, const std::string& series,
     builder_ = std::make_unique<PprofBuilder>(spec_, limits_);
     end_nanos_ = spec.time_nanos + spec.duration_nanos;
     for (const ValueTypeSpec& type : spec_.sample_types) {
-      snapshot_columns_.push_back(absl::StartsWith(type.type, "inuse_"));
+      snapshot_columns_.push_back(IsSnapshotSampleType(type.type));
       sum_columns_.push_back(!snapshot_columns_.back());
     }
   } else if (!SameTypes(spec_, spec)) {

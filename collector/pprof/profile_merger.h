@@ -1,10 +1,10 @@
 // ProfileMerger: adds pprof profiles of one kind (same sample types) into
 // one, as `go tool pprof` merges files: identical stacks (by mapping,
-// address and symbolized lines) add up. Snapshot values (sample types named
-// inuse_*) are not summed over time: each series (e.g. one process) counts
-// with its latest profile only (by time_nanos), and series add up. The
-// result obeys the same limits as every profile the collector writes (see
-// PprofBuilder).
+// address and symbolized lines) add up. Snapshot values (sample types the
+// kinds table marks so, profile_kinds.h: the in-use heap) are not summed
+// over time: each series (e.g. one process) counts with its latest profile
+// only (by time_nanos), and series add up. The result obeys the same
+// limits as every profile the collector writes (see PprofBuilder).
 //
 // Thread-compatible.
 #ifndef RINGPROF_COLLECTOR_PPROF_PROFILE_MERGER_H_
@@ -49,7 +49,7 @@ class ProfileMerger {
 
   PyroscopeLimits limits_;
   std::unique_ptr<PprofBuilder> builder_;
-  // Per sample type: whether it is a snapshot (inuse_*), and its negation.
+  // Per sample type: whether it is a snapshot, and its negation.
   absl::InlinedVector<bool, 4> snapshot_columns_;
   absl::InlinedVector<bool, 4> sum_columns_;
   std::map<std::string, perftools::profiles::Profile> latest_;  // by series

@@ -545,7 +545,7 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
       SeriesLabels();
   for (EncodedProfile& one : encoded) {
     WindowProfile profile;
-    profile.name = std::move(one.name);
+    profile.kind = one.kind;
     profile.labels = labels;
     for (auto& kv : one.labels) profile.labels.push_back(std::move(kv));
     profile.from_unix_ns = from;

@@ -1,19 +1,20 @@
 // ProcessProfiler: turns the records of one profiled process (one ring file)
 // into per-window pprof profiles handed to a ProfileSink.
 //
-// What it produces, per wall-clock-aligned window [from, from + window):
-//   * "process_cpu" (cpu/nanoseconds): from CPU-timer samples when the
+// What it produces, per wall-clock-aligned window [from, from + window)
+// (the kinds of collector/pprof/profile_kinds.h):
+//   * kCpu (cpu/nanoseconds): from CPU-timer samples when the
 //     process has sent any (each worth its cpu_period_ns), otherwise from
 //     tick-picked allocation samples (each pick worth one tick). Never both:
 //     the series label ringprof_cpu_source says which ("timer" or
 //     "alloc_ticks"). See collector/README.md for what each measures.
-//   * "memory" (alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+//   * kMemory (alloc_objects/count, alloc_space/bytes, inuse_objects/count,
 //     inuse_space/bytes): alloc_* from the window's allocation samples
 //     (alloc_space += weight_bytes, alloc_objects += round(weight_bytes /
 //     requested_size), at least 1); inuse_* a snapshot of the process's
 //     in-use heap at the window's end (InUseTracker), emitted for every
 //     window while anything is in use.
-//   * "mutex" and "block" (contentions/count, delay/nanoseconds): the
+//   * kMutex and kBlock (contentions/count, delay/nanoseconds): the
 //     window's off-CPU wait samples of each kind, weighted as
 //     wait_profiles.h says.
 // Emitter-reported losses appear as a "[lost]" frame in the memory profile.

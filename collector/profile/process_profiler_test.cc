@@ -276,7 +276,7 @@ class ProcessProfilerTest : public ::testing::Test {
   std::vector<const WindowProfile*> Named(const std::string& name) const {
     std::vector<const WindowProfile*> out;
     for (const auto& w : sink_.profiles) {
-      if (w.name == name) out.push_back(&w);
+      if (KindName(w.kind) == name) out.push_back(&w);
     }
     return out;
   }
@@ -596,7 +596,7 @@ TEST_F(ProcessProfilerTest, ResumedFromACheckpointEverySampleCountsOnce) {
     }
     ASSERT_EQ(checkpoint.modules.size(), 1u);
     for (const auto& w : sink.profiles) {
-      if (w.name == "memory")
+      if (w.kind == ProfileKind::kMemory)
         first_total += Values(w, 1)["main;Hot();inlined_leaf"];
     }
     // Killed here: its open windows are never delivered.
@@ -616,7 +616,7 @@ TEST_F(ProcessProfilerTest, ResumedFromACheckpointEverySampleCountsOnce) {
   for (const auto& w : sink.profiles) {
     EXPECT_GE(w.from_unix_ns, kEpochUnixNs + 10 * kSec);
     // Symbolized through the module the checkpoint carried.
-    if (w.name == "memory")
+    if (w.kind == ProfileKind::kMemory)
       second_total += Values(w, 1)["main;Hot();inlined_leaf"];
   }
   EXPECT_GT(first_total, 0);

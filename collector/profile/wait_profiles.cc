@@ -6,18 +6,9 @@
 namespace ringprof {
 namespace collector {
 
-const char* WaitProfileName(ringfile::WaitKind kind) {
-  return kind == ringfile::WaitKind::kLock ? "mutex" : "block";
-}
-
-ProfileSpec WaitProfileSpec() {
-  ProfileSpec spec;
-  spec.sample_types = {{"contentions", "count"}, {"delay", "nanoseconds"}};
-  spec.period_type = {"contentions", "count"};
-  // Values are already unbiased estimates: nothing to scale by.
-  spec.period = 1;
-  spec.primary_value = 1;
-  return spec;
+ProfileKind WaitProfileKind(ringfile::WaitKind kind) {
+  return kind == ringfile::WaitKind::kLock ? ProfileKind::kMutex
+                                           : ProfileKind::kBlock;
 }
 
 WaitTotals WaitSampleWeight(uint64_t wait_ns, uint64_t sample_ns) {

@@ -1,6 +1,7 @@
-// The off-CPU profiles of one window, "mutex" (lock contention) and
-// "block" (blocking calls), from WaitSample records (ringfile/FORMAT.md
-// §5.3): per stack, the estimated number of waits and nanoseconds waited.
+// The weights of the off-CPU profiles (ProfileKind::kMutex, lock
+// contention, and kBlock, blocking calls) from WaitSample records
+// (ringfile/FORMAT.md §5.3): per stack, the estimated number of waits and
+// nanoseconds waited.
 //
 // A sample of a wait of d ns kept at rate r stands for max(d, r) ns and
 // max(1, r / d) waits (the emitter kept it with probability min(1, d / r));
@@ -8,11 +9,8 @@
 // is built, so fractional counts of short waits add up instead of being
 // rounded away one by one.
 //
-// Sample types as Go's mutex and block profiles (and Pyroscope's Go SDK)
-// name them: contentions/count and delay/nanoseconds, period type
-// contentions/count; Pyroscope shows them as
-// mutex:contentions:count:contentions:count,
-// mutex:delay:nanoseconds:contentions:count and the same for block.
+// Their sample types, {contentions, delay}, are the kinds table's
+// (collector/pprof/profile_kinds.h).
 //
 // Thread-compatible.
 #ifndef RINGPROF_COLLECTOR_PROFILE_WAIT_PROFILES_H_
@@ -21,17 +19,14 @@
 #include <cstdint>
 
 #include "absl/container/flat_hash_map.h"
-#include "collector/pprof/pprof_builder.h"
+#include "collector/pprof/profile_kinds.h"
 #include "ringfile/format.h"
 
 namespace ringprof {
 namespace collector {
 
-// Pyroscope's profile names (__name__) of the two kinds.
-const char* WaitProfileName(ringfile::WaitKind kind);
-
-// contentions/count, delay/nanoseconds (default), period contentions/count.
-ProfileSpec WaitProfileSpec();
+// The profile of a wait kind: kMutex for locks, kBlock for the others.
+ProfileKind WaitProfileKind(ringfile::WaitKind kind);
 
 struct WaitTotals {
   double waits = 0;

@@ -36,18 +36,9 @@ TEST(WaitProfilesTest, ValuesAreRoundedOncePerStackAndClamped) {
   EXPECT_GT(values[1], 0);
 }
 
-TEST(WaitProfilesTest, GoSampleTypesAndPyroscopeNames) {
-  const ProfileSpec spec = WaitProfileSpec();
-  ASSERT_EQ(spec.sample_types.size(), 2u);
-  EXPECT_EQ(spec.sample_types[0].type, "contentions");
-  EXPECT_EQ(spec.sample_types[0].unit, "count");
-  EXPECT_EQ(spec.sample_types[1].type, "delay");
-  EXPECT_EQ(spec.sample_types[1].unit, "nanoseconds");
-  EXPECT_EQ(spec.period_type.type, "contentions");
-  EXPECT_EQ(spec.period_type.unit, "count");
-  EXPECT_EQ(spec.primary_value, 1);
-  EXPECT_STREQ(WaitProfileName(ringfile::WaitKind::kLock), "mutex");
-  EXPECT_STREQ(WaitProfileName(ringfile::WaitKind::kBlock), "block");
+TEST(WaitProfilesTest, LocksAreTheMutexProfileOtherWaitsTheBlockProfile) {
+  EXPECT_EQ(WaitProfileKind(ringfile::WaitKind::kLock), ProfileKind::kMutex);
+  EXPECT_EQ(WaitProfileKind(ringfile::WaitKind::kBlock), ProfileKind::kBlock);
 }
 
 }  // namespace

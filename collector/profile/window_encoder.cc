@@ -60,10 +60,8 @@ std::vector<EncodedProfile> WindowEncoder::Encode(
   std::vector<EncodedProfile> out;
   EncodeCpu(window, cpu, from, until, out);
   EncodeMemory(window, inuse, from, until, out);
-  EncodeWaits(WaitProfileName(ringfile::WaitKind::kLock), window.mutex, from,
-              until, out);
-  EncodeWaits(WaitProfileName(ringfile::WaitKind::kBlock), window.block, from,
-              until, out);
+  EncodeWaits(ProfileKind::kMutex, window.mutex, from, until, out);
+  EncodeWaits(ProfileKind::kBlock, window.block, from, until, out);
   return out;
 }
 
@@ -84,12 +82,13 @@ void WindowEncoder::EncodeCpu(const WindowAggregates& window,
                               std::vector<EncodedProfile>& out) {
   const auto& values = cpu.timer ? window.timer_cpu_ns : window.tick_cpu_ns;
   if (values.empty()) return;
-  Build build = Start(CpuProfileSpec(static_cast<int64_t>(
-                          cpu.timer ? cpu.period_ns : options_.tick_ns)),
+  Build build = Start(SpecOf(ProfileKind::kCpu,
+                             static_cast<int64_t>(
+                                 cpu.timer ? cpu.period_ns : options_.tick_ns)),
                       from, until);
   for (const auto& [stack, ns] : values) Add(build, stack, {ns});
   if (build.builder.empty()) return;
-  out.push_back({"process_cpu",
+  out.push_back({ProfileKind::kCpu,
                  {{kCpuSourceLabel, cpu.timer ? "timer" : "alloc_ticks"}},
                  build.builder.Build()});
 }
@@ -99,7 +98,7 @@ void WindowEncoder::EncodeMemory(const WindowAggregates& window,
                                  int64_t until,
                                  std::vector<EncodedProfile>& out) {
   if (window.alloc.empty() && inuse.empty()) return;
-  Build build = Start(MemoryProfileSpec(), from, until);
+  Build build = Start(SpecOf(ProfileKind::kMemory), from, until);
   for (const auto& [stack, v] : window.alloc) {
     Add(build, stack, {v.first, v.second, 0, 0});
   }
@@ -107,21 +106,21 @@ void WindowEncoder::EncodeMemory(const WindowAggregates& window,
     Add(build, stack, {0, 0, v.first, v.second});
   }
   if (build.builder.empty()) return;
-  out.push_back({"memory", {}, build.builder.Build()});
+  out.push_back({ProfileKind::kMemory, {}, build.builder.Build()});
 }
 
-void WindowEncoder::EncodeWaits(const char* name, const WaitsByStack& waits,
+void WindowEncoder::EncodeWaits(ProfileKind kind, const WaitsByStack& waits,
                                 int64_t from, int64_t until,
                                 std::vector<EncodedProfile>& out) {
   if (waits.empty()) return;
-  Build build = Start(WaitProfileSpec(), from, until);
+  Build build = Start(SpecOf(kind), from, until);
   for (const auto& [stack, totals] : waits) {
     int64_t values[2];
     WaitSampleValues(totals, values);
     Add(build, stack, {values[0], values[1]});
   }
   if (build.builder.empty()) return;
-  out.push_back({name, {}, build.builder.Build()});
+  out.push_back({kind, {}, build.builder.Build()});
 }
 
 void WindowEncoder::Add(Build& build, uint32_t stack,

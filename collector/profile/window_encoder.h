@@ -2,10 +2,10 @@
 //
 //   WindowAggregates (per stack id: CPU time, allocations) + the in-use
 //   heap at the window's end
-//     --Encode--> "process_cpu" (cpu/nanoseconds; from the CPU timer, or
-//                 from picked ticks), "memory" (alloc_objects, alloc_space,
-//                 inuse_objects, inuse_space), "mutex" and "block"
-//                 (contentions, delay: wait_profiles.h)
+//     --Encode--> one profile per kind (collector/pprof/profile_kinds.h):
+//                 kCpu from the CPU timer or from picked ticks, kMemory
+//                 (allocated and in use), kMutex and kBlock (waits:
+//                 wait_profiles.h)
 //
 // Each stack is turned into pprof locations once per profile: its program
 // frames (StackTable::ProgramFrames) symbolized on first use (the symbols
@@ -15,8 +15,8 @@
 // sampled]"). The executable's module is the profile's first mapping (pprof
 // shows it as "File:"). A profile without samples is left out.
 //
-// A new profile type is a map in WindowAggregates, a ProfileSpec and an
-// Encode* function here.
+// A new profile kind is a row of the kinds table, a map in
+// WindowAggregates and an Encode* function here.
 //
 // Thread-compatible; the StackTable, TagLabeler and Symbolizer are the
 // caller's and must outlive this object.
@@ -33,6 +33,7 @@
 #include "collector/pprof/label_rules.h"
 #include "collector/pprof/pprof_builder.h"
 #include "collector/pprof/pprof_validate.h"
+#include "collector/pprof/profile_kinds.h"
 #include "collector/profile/stack_table.h"
 #include "collector/profile/tag_labeler.h"
 #include "collector/profile/wait_profiles.h"
@@ -65,8 +66,7 @@ struct CpuSource {
 
 // One encoded profile of a window.
 struct EncodedProfile {
-  // The series' __name__: "process_cpu", "memory", "mutex", "block".
-  std::string name;
+  ProfileKind kind;
   Labels labels;  // series labels of this profile type (cpu source)
   perftools::profiles::Profile pprof;
 };
@@ -111,7 +111,7 @@ class WindowEncoder {
   void EncodeMemory(const WindowAggregates& window, const InUseByStack& inuse,
                     int64_t from, int64_t until,
                     std::vector<EncodedProfile>& out);
-  void EncodeWaits(const char* name, const WaitsByStack& waits, int64_t from,
+  void EncodeWaits(ProfileKind kind, const WaitsByStack& waits, int64_t from,
                    int64_t until, std::vector<EncodedProfile>& out);
   // Adds `values` (one per sample type) for `stack` with its labels.
   void Add(Build& build, uint32_t stack, absl::Span<const int64_t> values);

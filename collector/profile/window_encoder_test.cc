@@ -89,7 +89,7 @@ TEST_F(WindowEncoderTest, CpuFromTheTimerSymbolizedOnceWithLabels) {
   std::vector<EncodedProfile> out =
       encoder.Encode(window, {}, CpuSource{true, 10}, 100, 200);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].name, "process_cpu");
+  EXPECT_EQ(out[0].kind, ProfileKind::kCpu);
   EXPECT_THAT(out[0].labels,
               UnorderedElementsAre(Pair("ringprof_cpu_source", "timer")));
   const perftools::profiles::Profile& p = out[0].pprof;
@@ -122,7 +122,7 @@ TEST_F(WindowEncoderTest, MemoryHasAllocationsAndTheInUseSnapshot) {
   std::vector<EncodedProfile> out =
       encoder.Encode(window, inuse, CpuSource{}, 0, 10);
   ASSERT_EQ(out.size(), 1u);  // no CPU: no ticks in the window
-  EXPECT_EQ(out[0].name, "memory");
+  EXPECT_EQ(out[0].kind, ProfileKind::kMemory);
   EXPECT_TRUE(out[0].labels.empty());
   const perftools::profiles::Profile& p = out[0].pprof;
   EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);

@@ -30,7 +30,8 @@ SeriesLabels BuildSeriesLabels(const SeriesLabelConfig& config,
                                const WindowProfile& profile) {
   SeriesLabels out;
   Labels& labels = out.labels;
-  labels.emplace_back("__name__", profile.name);
+  const ProfileKindInfo& kind = KindInfo(profile.kind);
+  labels.emplace_back("__name__", kind.name);
   std::string service = config.application_name;
   if (service.empty()) service = SanitizeLabelValue(profile.service_name);
   for (const auto& [k, v] : profile.labels) {
@@ -49,10 +50,7 @@ SeriesLabels BuildSeriesLabels(const SeriesLabelConfig& config,
   if (!profile.session_id.empty()) {
     Set(&labels, "__session_id__", profile.session_id);
   }
-  if (profile.name == "memory" || profile.name == "mutex" ||
-      profile.name == "block") {
-    Set(&labels, "__delta__", "false");
-  }
+  if (kind.not_cumulative) Set(&labels, "__delta__", "false");
   // The collector's own per-profile labels (e.g. ringprof_cpu_source).
   for (const auto& [k, v] : profile.labels) {
     if (IsCollectorOwnedLabel(k) || HasLabel(labels, k)) continue;

@@ -47,9 +47,9 @@ struct SeriesLabels {
 // The series labels for one profile: __name__; service_name (application
 // name, else the profile's, else "unknown_service"); host labels; tags;
 // source labels; pid when asked; __session_id__ from the profile;
-// __delta__="false" for "memory", "mutex" and "block" (per-window deltas,
-// which Pyroscope < 2.0 would otherwise difference as it does Go's
-// cumulative ones); the profile's
+// __delta__="false" for the kinds the table marks not_cumulative
+// (per-window deltas, which Pyroscope < 2.0 would otherwise difference as
+// it does Go's cumulative ones); the profile's
 // collector labels (profile.labels); then its workload labels through
 // MergeUntrustedLabels, up to 30 labels in all.
 SeriesLabels BuildSeriesLabels(const SeriesLabelConfig& config,

@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // "name\x01value\x00name\x01value..." as workload labels.
   WindowProfile profile;
-  profile.name = size % 2 == 0 ? "memory" : "process_cpu";
+  const auto kinds = ringprof::collector::ProfileKinds();
+  profile.kind = kinds[size % kinds.size()].kind;
   profile.service_name = input.substr(0, 40);
   profile.session_id = "0011223344556677";
   profile.pid = 7;

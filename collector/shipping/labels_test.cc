@@ -18,7 +18,7 @@ using ::testing::Pair;
 
 WindowProfile Profile(const std::string& name) {
   WindowProfile p;
-  p.name = name;
+  p.kind = FindProfileKind(name)->kind;
   p.service_name = "svc";
   p.pid = 42;
   p.session_id = "0011223344556677";

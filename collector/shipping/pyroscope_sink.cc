@@ -232,8 +232,8 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
     M().invalid.Add(1);
     ++Tally(profile.from_unix_ns, profile.until_unix_ns).invalid;
     log_.Log(LogLevel::kError, std::string(key),
-             absl::StrCat("not sending a ", profile.name, " profile of pid ",
-                          profile.pid, ": ", why));
+             absl::StrCat("not sending a ", KindName(profile.kind),
+                          " profile of pid ", profile.pid, ": ", why));
     return false;
   };
   if (absl::Status s = ValidateSeriesLabels(labels); !s.ok()) {
@@ -252,9 +252,9 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
     profile.pprof = std::move(*fitted);
     M().trimmed.Add(1);
     log_.Log(LogLevel::kInfo, "trimmed",
-             absl::StrCat("trimmed a ", profile.name, " profile of pid ",
-                          profile.pid, " from ", before, " to ",
-                          profile.pprof.size(),
+             absl::StrCat("trimmed a ", KindName(profile.kind),
+                          " profile of pid ", profile.pid, " from ", before,
+                          " to ", profile.pprof.size(),
                           " bytes to stay under the request budget of ",
                           options_.max_request_bytes,
                           " bytes (Pyroscope's ingestion burst)"));
@@ -268,8 +268,9 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
     M().expired.Add(1);
     ++Tally(profile.from_unix_ns, profile.until_unix_ns).expired;
     log_.Log(LogLevel::kWarning, "expired",
-             absl::StrCat("not sending a ", profile.name, " profile of pid ",
-                          profile.pid, ": ", facts.status().message()));
+             absl::StrCat("not sending a ", KindName(profile.kind),
+                          " profile of pid ", profile.pid, ": ",
+                          facts.status().message()));
     return false;
   }
   FitPromotedLabels(labels, &*facts, &profile);
@@ -304,8 +305,8 @@ void PyroscopeSink::FitPromotedLabels(const Labels& series,
   log_.Log(
       LogLevel::kWarning, "dropped-sample-labels",
       absl::StrCat("removed the sample labels ", absl::StrJoin(removed, ", "),
-                   " from a ", profile->name, " profile of pid ", profile->pid,
-                   ": with its ", series.size(),
+                   " from a ", KindName(profile->kind), " profile of pid ",
+                   profile->pid, ": with its ", series.size(),
                    " series labels they exceed the ", kMaxLabelsPerSeries,
                    " label names Pyroscope allows (it makes every sample "
                    "label a series label)"));

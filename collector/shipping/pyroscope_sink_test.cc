@@ -95,8 +95,8 @@ std::vector<int64_t> WindowStarts(int n) {
 }
 
 void SubmitCpu(PyroscopeSink& sink, int64_t from, uint32_t pid = 100) {
-  sink.Submit(
-      MakeWindowProfile("process_cpu", "svc", pid, from, from + 10 * kSecond));
+  sink.Submit(MakeWindowProfile(ProfileKind::kCpu, "svc", pid, from,
+                                from + 10 * kSecond));
 }
 
 TEST(PyroscopeSinkTest, HappyPathSendsEverySeriesAndTypeEveryWindow) {
@@ -109,9 +109,9 @@ TEST(PyroscopeSinkTest, HappyPathSendsEverySeriesAndTypeEveryWindow) {
   const std::vector<int64_t> windows = WindowStarts(3);
   for (int64_t from : windows) {
     for (uint32_t pid : {101u, 102u}) {
-      for (const char* name : {"process_cpu", "memory"}) {
+      for (ProfileKind kind : {ProfileKind::kCpu, ProfileKind::kMemory}) {
         sink->Submit(
-            MakeWindowProfile(name, "svc", pid, from, from + 10 * kSecond));
+            MakeWindowProfile(kind, "svc", pid, from, from + 10 * kSecond));
       }
     }
   }
@@ -371,9 +371,9 @@ TEST(PyroscopeSinkTest, LogsOneConciseLinePerWindow) {
     auto sink = MakeSink(BaseOptions(receiver->url()));
     ASSERT_NE(sink, nullptr);
     for (int64_t from : WindowStarts(3)) {
-      for (const char* name : {"process_cpu", "memory"}) {
+      for (ProfileKind kind : {ProfileKind::kCpu, ProfileKind::kMemory}) {
         sink->Submit(
-            MakeWindowProfile(name, "svc", 7, from, from + 10 * kSecond));
+            MakeWindowProfile(kind, "svc", 7, from, from + 10 * kSecond));
       }
     }
     ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
@@ -492,17 +492,17 @@ TEST(PyroscopeSinkTest, InvalidProfilesAreReportedAndNeverSent) {
   auto sink = MakeSink(BaseOptions(receiver->url()));
   ASSERT_NE(sink, nullptr);
   WindowProfile bad_pprof =
-      MakeWindowProfile("process_cpu", "svc", 1, AlignedWindowStartNs(1),
+      MakeWindowProfile(ProfileKind::kCpu, "svc", 1, AlignedWindowStartNs(1),
                         AlignedWindowStartNs(0));
   bad_pprof.pprof = "\x32\x01x";  // string_table = ["x"]
   sink->Submit(bad_pprof);
   WindowProfile bad_label =
-      MakeWindowProfile("process_cpu", "svc", 1, AlignedWindowStartNs(1),
+      MakeWindowProfile(ProfileKind::kCpu, "svc", 1, AlignedWindowStartNs(1),
                         AlignedWindowStartNs(0));
   bad_label.labels.emplace_back("thread-name", "t1");
   sink->Submit(bad_label);
   WindowProfile future =
-      MakeWindowProfile("process_cpu", "svc", 1, AlignedWindowStartNs(-100),
+      MakeWindowProfile(ProfileKind::kCpu, "svc", 1, AlignedWindowStartNs(-100),
                         AlignedWindowStartNs(-101));
   sink->Submit(future);
   ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
@@ -551,7 +551,7 @@ TEST(PyroscopeSinkTest, RefusedProfileIsGivenUpAndDoesNotHoldTheQueue) {
   auto sink = MakeSink(options);
   ASSERT_NE(sink, nullptr);
   const std::vector<int64_t> windows = WindowStarts(2);
-  sink->Submit(MakeWindowProfile("process_cpu", "bad", 100, windows[0],
+  sink->Submit(MakeWindowProfile(ProfileKind::kCpu, "bad", 100, windows[0],
                                  windows[0] + 10 * kSecond));
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -591,8 +591,8 @@ TEST(PyroscopeSinkTest, ProfileOverTheBurstIsTrimmedAndAccepted) {
   big.stack_depth = 40;
   big.functions = 3000;
   const int64_t from = AlignedWindowStartNs(1);
-  WindowProfile p =
-      MakeWindowProfile("memory", "svc", 100, from, from + 10 * kSecond, big);
+  WindowProfile p = MakeWindowProfile(ProfileKind::kMemory, "svc", 100, from,
+                                      from + 10 * kSecond, big);
   ASSERT_GT(p.pprof.size(), 256u * 1024);
   sink->Submit(std::move(p));
   ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
@@ -616,8 +616,8 @@ TEST(PyroscopeSinkTest,
   auto sink = MakeSink(options);
   ASSERT_NE(sink, nullptr);
   const int64_t from = AlignedWindowStartNs(1);
-  WindowProfile p =
-      MakeWindowProfile("process_cpu", "svc", 100, from, from + 10 * kSecond);
+  WindowProfile p = MakeWindowProfile(ProfileKind::kCpu, "svc", 100, from,
+                                      from + 10 * kSecond);
   p.service_name = "bin_caf\xe9";
   p.labels = {{"service_name", "bin_caf\xe9"}};
   p.workload_labels = {{"pod", "evil"},         {"hostname", "evil"},
@@ -659,7 +659,7 @@ TEST(PyroscopeSinkTest, LegacyIngestMode) {
   // A workload-derived service name the legacy parser would refuse is
   // repaired; a tag value with ',' would be cut, so it is repaired too.
   WindowProfile odd =
-      MakeWindowProfile("process_cpu", "x", 100, from, from + 10 * kSecond);
+      MakeWindowProfile(ProfileKind::kCpu, "x", 100, from, from + 10 * kSecond);
   odd.service_name = "my app:v2";
   odd.labels = {{"service_name", "my app:v2"}};
   odd.workload_labels = {{"route", "a,b}c"}};

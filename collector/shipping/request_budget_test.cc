@@ -6,6 +6,7 @@
 #include "collector/pprof/label_rules.h"
 #include "collector/pprof/pprof_builder.h"
 #include "collector/pprof/pprof_validate.h"
+#include "collector/pprof/profile_kinds.h"
 #include "gtest/gtest.h"
 
 namespace ringprof {
@@ -17,7 +18,7 @@ using perftools::profiles::Profile;
 
 // A memory profile of `stacks` distinct 20-frame stacks with long names.
 std::string BigProfile(int stacks) {
-  ProfileSpec spec = MemoryProfileSpec();
+  ProfileSpec spec = SpecOf(ProfileKind::kMemory);
   spec.time_nanos = 1'700'000'000'000'000'000;
   PprofBuilder b(spec);
   MappingSpec m;
@@ -77,7 +78,7 @@ TEST(RequestBudgetTest, FitsAProfileKeepingTotalsAndTheLargestStacks) {
 }
 
 TEST(RequestBudgetTest, TrimmingKeepsTheLabelsAndSpanIdsOfKeptSamples) {
-  ProfileSpec spec = CpuProfileSpec(10'000'000);
+  ProfileSpec spec = SpecOf(ProfileKind::kCpu, 10'000'000);
   PprofBuilder b(spec);
   for (int s = 0; s < 3000; ++s) {
     std::vector<PprofBuilder::LocationId> stack;

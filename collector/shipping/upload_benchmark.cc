@@ -52,9 +52,9 @@ std::vector<WindowProfile> Window(int64_t from) {
     shape.stack_depth = 28;
     shape.functions = 600;
     shape.seed = static_cast<uint64_t>(from / kSecond);
-    for (const char* name : {"process_cpu", "memory"}) {
+    for (ProfileKind kind : {ProfileKind::kCpu, ProfileKind::kMemory}) {
       out.push_back(testing::MakeWindowProfile(
-          name, "bench", static_cast<uint32_t>(1000 + p), from,
+          kind, "bench", static_cast<uint32_t>(1000 + p), from,
           from + 10 * kSecond, shape));
     }
   }

@@ -85,7 +85,7 @@ absl::StatusOr<std::unique_ptr<LocalSink>> LocalSink::Create(
 void LocalSink::Submit(WindowProfile profile) {
   const std::string dir =
       absl::StrCat(out_dir_, "/", Sanitize(profile.service_name), "/",
-                   profile.pid, "/", Sanitize(profile.name));
+                   profile.pid, "/", KindName(profile.kind));
   absl::Status status = MakeDirs(dir);
   if (status.ok()) {
     status = WriteProfileFile(
@@ -103,7 +103,7 @@ void LocalSink::Submit(WindowProfile profile) {
   perftools::profiles::Profile parsed;
   if (parsed.ParseFromString(profile.pprof)) {
     // One series per process: its in-use snapshots are not summed.
-    absl::Status merged = merged_[profile.name].Add(
+    absl::Status merged = merged_[profile.kind].Add(
         std::move(parsed),
         absl::StrCat(profile.service_name, "/", profile.pid));
     if (!merged.ok()) LogWarning(merged.ToString());
@@ -117,55 +117,27 @@ absl::Status LocalSink::Flush(int64_t /*deadline_monotonic_ns*/) {
 absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows) {
   LocalOutput out;
   std::string top;
-  struct View {
-    const char* name;         // profile name
-    const char* sample_type;  // the value shown
-    const char* html;
-    const char* heading;
-    std::string* path;  // where LocalOutput records the page
-  };
-  const View views[] = {
-      {"process_cpu", "cpu", "flamegraph.html", "CPU time (process_cpu)",
-       &out.cpu_flamegraph},
-      {"memory", "alloc_space", "memory.html",
-       "Allocated bytes (memory: alloc_space)", &out.memory_flamegraph},
-      {"memory", "inuse_space", "inuse.html",
-       "Still allocated at the end: live at exit for processes that ended, "
-       "else at their last window (memory: inuse_space; sampled estimate)",
-       &out.inuse_flamegraph},
-      {"mutex", "delay", "mutex.html",
-       "Time spent waiting for contended locks (mutex: delay; sampled "
-       "estimate)",
-       &out.mutex_flamegraph},
-      {"block", "delay", "block.html",
-       "Time spent blocked in condition waits, reads, poll, sleeps... "
-       "(block: delay; sampled estimate)",
-       &out.block_flamegraph},
-  };
-  std::map<std::string, perftools::profiles::Profile> built;
-  for (const View& view : views) {
-    auto it = merged_.find(view.name);
+  for (const ProfileKindInfo& kind : ProfileKinds()) {
+    auto it = merged_.find(kind.kind);
     if (it == merged_.end() || it->second.empty()) continue;
-    auto [profile_it, first] = built.try_emplace(view.name);
-    const perftools::profiles::Profile& profile = profile_it->second;
-    if (first) {
-      profile_it->second = it->second.Build();
-      const std::string pb = absl::StrCat(out_dir_, "/", view.name, ".pb.gz");
-      absl::Status status = WriteProfileFile(pb, profile.SerializeAsString());
-      if (!status.ok()) return status;
-      out.files.push_back(pb);
-    }
-    const int sample_index = SampleIndexOf(profile, view.sample_type);
-    if (sample_index < 0 || !HasValue(profile, sample_index)) continue;
-    const std::string html = absl::StrCat(out_dir_, "/", view.html);
-    FlameGraphAndTop rendered = RenderFlameGraphAndTopTable(
-        profile, sample_index, absl::StrCat("ringprof: ", view.heading),
-        top_rows);
-    absl::Status status = WriteFileAtomically(html, rendered.html);
+    const perftools::profiles::Profile profile = it->second.Build();
+    const std::string pb = absl::StrCat(out_dir_, "/", kind.name, ".pb.gz");
+    absl::Status status = WriteProfileFile(pb, profile.SerializeAsString());
     if (!status.ok()) return status;
-    out.files.push_back(html);
-    *view.path = html;
-    absl::StrAppend(&top, view.heading, "\n", rendered.top_table, "\n");
+    out.files.push_back(pb);
+    for (const LocalView& view : kind.views) {
+      const int sample_index = SampleIndexOf(profile, view.sample_type);
+      if (sample_index < 0 || !HasValue(profile, sample_index)) continue;
+      const std::string html = absl::StrCat(out_dir_, "/", view.file);
+      FlameGraphAndTop rendered = RenderFlameGraphAndTopTable(
+          profile, sample_index, absl::StrCat("ringprof: ", view.title),
+          top_rows);
+      status = WriteFileAtomically(html, rendered.html);
+      if (!status.ok()) return status;
+      out.files.push_back(html);
+      out.pages.push_back({&view, html});
+      absl::StrAppend(&top, view.title, "\n", rendered.top_table, "\n");
+    }
   }
   if (!top.empty()) {
     const std::string path = absl::StrCat(out_dir_, "/top.txt");

@@ -3,19 +3,17 @@
 // merged profile per kind, a text top table and HTML flame graphs:
 //
 //   <out>/<service>/<pid>/<name>/<from_ms>-<until_ms>.pb.gz   every window
-//   <out>/<name>.pb.gz            all windows and processes merged
-//   <out>/top.txt                 top functions: CPU, allocated bytes, in
-//                                 use, lock and blocking delay
-//   <out>/flamegraph.html         CPU flame graph (process_cpu)
-//   <out>/memory.html             allocated-bytes flame graph (alloc_space)
-//   <out>/inuse.html              in-use flame graph (inuse_space): each
-//                                 process's last snapshot (live at exit)
-//   <out>/mutex.html              lock-contention flame graph (mutex: delay)
-//   <out>/block.html              blocking-call flame graph (block: delay)
+//   <out>/<name>.pb.gz      all windows and processes merged
+//   <out>/<view file>       one flame graph per view of the kind (e.g.
+//                           flamegraph.html for CPU time; memory.html and
+//                           inuse.html, the latter each process's last
+//                           snapshot, for allocations)
+//   <out>/top.txt           top functions of every view, in that order
 //
-// <name> is "process_cpu", "memory", "mutex" or "block"; from/until are Unix
-// milliseconds of the window (10 s, wall-clock aligned; the last one may be
-// shorter). <service> is sanitised to [A-Za-z0-9._-].
+// <name> and the views are the kinds table's (collector/pprof/
+// profile_kinds.h); a view whose values are all zero gets no page. from/until
+// are Unix milliseconds of the window (10 s, wall-clock aligned; the last
+// one may be shorter). <service> is sanitised to [A-Za-z0-9._-].
 //
 // Thread-safety: Submit/Flush from the collector's processing thread;
 // Finalize after the collector stopped. Submit writes synchronously (small
@@ -36,14 +34,16 @@
 namespace ringprof {
 namespace collector {
 
+// One flame graph Finalize wrote.
+struct LocalPage {
+  const LocalView* view;  // the kinds table's
+  std::string path;
+};
+
 struct LocalOutput {
   std::vector<std::string> files;  // everything Finalize wrote
-  std::string cpu_flamegraph;      // empty when there was no CPU profile
-  std::string memory_flamegraph;
-  std::string inuse_flamegraph;  // empty when nothing was in use
-  std::string mutex_flamegraph;  // empty when no lock was contended
-  std::string block_flamegraph;  // empty when no call blocked
-  std::string top_table;         // the text of top.txt
+  std::vector<LocalPage> pages;    // in the kinds table's order
+  std::string top_table;           // the text of top.txt
 };
 
 class LocalSink : public ProfileSink {
@@ -66,7 +66,7 @@ class LocalSink : public ProfileSink {
   explicit LocalSink(std::string out_dir) : out_dir_(std::move(out_dir)) {}
 
   const std::string out_dir_;
-  std::map<std::string, ProfileMerger> merged_;  // by profile name
+  std::map<ProfileKind, ProfileMerger> merged_;
   uint64_t windows_written_ = 0;
   absl::Status first_error_;
 };

@@ -10,6 +10,7 @@
 #include "collector/pprof/pprof_builder.h"
 #include "collector/pprof/pprof_io.h"
 #include "collector/pprof/pprof_validate.h"
+#include "collector/pprof/profile_kinds.h"
 #include "collector/pprof/profile_merger.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -28,7 +29,7 @@ constexpr int64_t kSec = 1'000'000'000;
 // profiles have different string tables.
 Profile MemoryProfile(const std::string& leaf, int64_t bytes, int64_t from,
                       int64_t inuse_bytes = 0) {
-  ProfileSpec spec = MemoryProfileSpec();
+  ProfileSpec spec = SpecOf(ProfileKind::kMemory);
   spec.time_nanos = from;
   spec.duration_nanos = 10 * kSec;
   PprofBuilder b(spec);
@@ -87,7 +88,7 @@ TEST(ProfileMergerTest, IdenticalStacksAddUpAcrossStringTables) {
 TEST(ProfileMergerTest, RejectsDifferentSampleTypes) {
   ProfileMerger merger;
   ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 100, 0)).ok());
-  PprofBuilder cpu(CpuProfileSpec(10'000'000));
+  PprofBuilder cpu(SpecOf(ProfileKind::kCpu, 10'000'000));
   LineSpec line{"f", "", 0};
   cpu.AddSample({cpu.InternLocation(0, 1, absl::MakeConstSpan(&line, 1))}, {1});
   EXPECT_FALSE(merger.Add(cpu.Build()).ok());
@@ -99,7 +100,7 @@ TEST(LocalSinkTest, WritesWindowsInTheDocumentedLayoutAndASummary) {
   ASSERT_TRUE(sink.ok()) << sink.status();
   for (int64_t from : {1'700'000'000 * kSec, 1'700'000'010 * kSec}) {
     WindowProfile w;
-    w.name = "memory";
+    w.kind = ProfileKind::kMemory;
     w.service_name = "my svc/1";
     w.pid = 42;
     w.from_unix_ns = from;
@@ -120,16 +121,16 @@ TEST(LocalSinkTest, WritesWindowsInTheDocumentedLayoutAndASummary) {
   auto merged = ReadProfileFile(out + "/memory.pb.gz");
   ASSERT_TRUE(merged.ok()) << merged.status();
   EXPECT_EQ(BytesOf(*merged, "Hot"), 200);
-  EXPECT_EQ(summary->memory_flamegraph, out + "/memory.html");
-  EXPECT_TRUE(summary->cpu_flamegraph.empty());  // no CPU windows
+  // Allocated bytes only: no CPU windows, nothing in use.
+  ASSERT_EQ(summary->pages.size(), 1u);
+  EXPECT_EQ(summary->pages[0].path, out + "/memory.html");
+  EXPECT_STREQ(summary->pages[0].view->sample_type, "alloc_space");
   auto html = ReadFile(out + "/memory.html");
   ASSERT_TRUE(html.ok());
   EXPECT_THAT(*html, HasSubstr("Hot"));
   auto top = ReadFile(out + "/top.txt");
   ASSERT_TRUE(top.ok());
   EXPECT_THAT(*top, HasSubstr("Hot"));
-  // Nothing was in use: no in-use page.
-  EXPECT_TRUE(summary->inuse_flamegraph.empty());
 }
 
 TEST(LocalSinkTest, InUseSummaryIsEachProcessLastSnapshot) {
@@ -140,7 +141,7 @@ TEST(LocalSinkTest, InUseSummaryIsEachProcessLastSnapshot) {
   for (uint32_t pid : {7, 8}) {
     for (int64_t from : {1'700'000'000 * kSec, 1'700'000'010 * kSec}) {
       WindowProfile w;
-      w.name = "memory";
+      w.kind = ProfileKind::kMemory;
       w.service_name = "svc";
       w.pid = pid;
       w.from_unix_ns = from;
@@ -156,7 +157,8 @@ TEST(LocalSinkTest, InUseSummaryIsEachProcessLastSnapshot) {
   ASSERT_TRUE(merged.ok()) << merged.status();
   // pid 7's last snapshot (2000) + pid 8's (4000).
   EXPECT_EQ(BytesOf(*merged, "Leaky", 3), 6000);
-  EXPECT_EQ(summary->inuse_flamegraph, out + "/inuse.html");
+  ASSERT_EQ(summary->pages.size(), 2u);
+  EXPECT_EQ(summary->pages[1].path, out + "/inuse.html");
   auto html = ReadFile(out + "/inuse.html");
   ASSERT_TRUE(html.ok());
   EXPECT_THAT(*html, HasSubstr("Leaky"));

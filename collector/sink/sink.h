@@ -13,14 +13,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "collector/pprof/profile_kinds.h"
 
 namespace ringprof {
 namespace collector {
 
 struct WindowProfile {
-  // Pyroscope's __name__: "process_cpu" (CPU time), "memory" (allocations),
-  // "mutex" (lock contention) or "block" (blocking calls).
-  std::string name;
+  // Which profile this is; its name (Pyroscope's __name__), types and
+  // files are the kinds table's (collector/pprof/profile_kinds.h).
+  ProfileKind kind = ProfileKind::kCpu;
   // Series labels the collector sets besides __name__: service_name,
   // ringprof_cpu_source (bounded set; never per-thread).
   std::vector<std::pair<std::string, std::string>> labels;

@@ -13,8 +13,8 @@ void TeeSink::Submit(WindowProfile profile) {
   if (!local_dir_.empty()) {
     const absl::TimeZone utc = absl::UTCTimeZone();
     LogInfo(absl::StrCat(
-        "pid ", profile.pid, " (", profile.service_name, "): ", profile.name,
-        " ",
+        "pid ", profile.pid, " (", profile.service_name,
+        "): ", KindName(profile.kind), " ",
         absl::FormatTime("%H:%M:%S", absl::FromUnixNanos(profile.from_unix_ns),
                          utc),
         "-",

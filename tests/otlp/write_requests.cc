@@ -57,8 +57,9 @@ bool Write(const std::string& path, const std::string& data) {
   return std::fclose(f) == 0 && ok;
 }
 
-bool Emit(const std::string& dir, const std::string& name,
+bool Emit(const std::string& dir, ringprof::collector::ProfileKind kind,
           const perftools::profiles::Profile& p) {
+  const std::string name = ringprof::collector::KindName(kind);
   ::opentelemetry::proto::resource::v1::Resource resource;
   auto* kv = resource.add_attributes();
   kv->set_key("service.name");
@@ -66,7 +67,7 @@ bool Emit(const std::string& dir, const std::string& name,
   kv = resource.add_attributes();
   kv->set_key("process.pid");
   kv->mutable_value()->set_int_value(1234);
-  auto request = EncodeProfile(p, resource, "0123456789abcdef", name);
+  auto request = EncodeProfile(p, resource, "0123456789abcdef", kind);
   if (!request.ok()) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(),
                  std::string(request.status().message()).c_str());
@@ -98,8 +99,9 @@ int main(int argc, char** argv) {
                       {"space", "bytes"}, 0);
   memory.AddSample({2, 1}, {3, 3000, 0, 0}, {{"endpoint", "/checkout"}});
   memory.AddSample({1}, {1, 512, 1, 512});
-  return Emit(argv[1], "process_cpu", cpu.p) &&
-                 Emit(argv[1], "memory", memory.p)
+  using ringprof::collector::ProfileKind;
+  return Emit(argv[1], ProfileKind::kCpu, cpu.p) &&
+                 Emit(argv[1], ProfileKind::kMemory, memory.p)
              ? 0
              : 1;
 }

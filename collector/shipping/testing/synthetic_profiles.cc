@@ -31,13 +31,13 @@ class StringTable {
 
 }  // namespace
 
-WindowProfile MakeWindowProfile(const std::string& name,
-                                const std::string& service, uint32_t pid,
-                                int64_t from_unix_ns, int64_t until_unix_ns,
+WindowProfile MakeWindowProfile(ProfileKind kind, const std::string& service,
+                                uint32_t pid, int64_t from_unix_ns,
+                                int64_t until_unix_ns,
                                 const SyntheticShape& shape) {
   perftools::profiles::Profile p;
   StringTable strings(&p);
-  const bool cpu = name == "process_cpu";
+  const bool cpu = kind == ProfileKind::kCpu;
   auto add_type = [&](perftools::profiles::ValueType* vt, const char* type,
                       const char* unit) {
     vt->set_type(strings.Id(type));
@@ -93,7 +93,7 @@ WindowProfile MakeWindowProfile(const std::string& name,
   }
 
   WindowProfile w;
-  w.name = name;
+  w.kind = kind;
   w.labels = {{"service_name", service}};
   char session[17];
   std::snprintf(session, sizeof(session), "%016x", pid);

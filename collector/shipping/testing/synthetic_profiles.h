@@ -22,12 +22,12 @@ struct SyntheticShape {
   uint64_t seed = 1;
 };
 
-// A "process_cpu" (cpu/nanoseconds, 10 ms period) or "memory"
-// (alloc_objects/count + alloc_space/bytes) profile for [from, until) with
-// time_nanos = from, labels service_name and pid.
-WindowProfile MakeWindowProfile(const std::string& name,
-                                const std::string& service, uint32_t pid,
-                                int64_t from_unix_ns, int64_t until_unix_ns,
+// A kCpu (cpu/nanoseconds, 10 ms period) or, for any other kind, a
+// memory-like (alloc_objects/count + alloc_space/bytes) profile for
+// [from, until) with time_nanos = from, labels service_name and pid.
+WindowProfile MakeWindowProfile(ProfileKind kind, const std::string& service,
+                                uint32_t pid, int64_t from_unix_ns,
+                                int64_t until_unix_ns,
                                 const SyntheticShape& shape = {});
 
 // Whole seconds, 10 s aligned (as the SDKs align windows), `windows_ago`
