@@ -17,8 +17,9 @@ Parses every YAML file here and checks the invariants README.md explains:
     is one `ringprof --helpfull` documents;
   - every ringprof image the manifest and the compose stack name is one
     that images/BUILD.bazel builds, tagged with the repository's VERSION;
-    each Dockerfile COPYs exactly the layers its image's rule stages; the
-    init container runs the emitter image's copier on the library it holds.
+    each Dockerfile COPYs exactly the layers its image's rule stages and
+    runs as the pod's runAsUser:runAsGroup; the init container runs the
+    emitter image's copier on the library it holds.
 """
 
 import os
@@ -253,6 +254,17 @@ class ImagesTest(unittest.TestCase):
             copied = re.findall(r"^COPY (\S+)/ /$", dockerfile, re.M)
             self.assertEqual(copied, image["layers"], image["dockerfile"])
             self.assertNotIn("RUN ", dockerfile, "no shell in the images")
+
+    def test_images_run_as_the_pods_user(self):
+        """The images' USER is the manifest's runAsUser:runAsGroup, so a
+        pod that leaves them out runs the same."""
+        pod = load("k8s/ringprof-gvisor.yaml")[0]["spec"]["template"]["spec"]
+        security = pod["securityContext"]
+        expected = "%d:%d" % (security["runAsUser"], security["runAsGroup"])
+        for image in self.images.values():
+            with open(os.path.join(HERE, image["dockerfile"])) as f:
+                users = re.findall(r"^USER (\S+)$", f.read(), re.M)
+            self.assertEqual(users[-1:], [expected], image["dockerfile"])
 
     def test_init_container_runs_the_emitter_images_copier(self):
         pod = load("k8s/ringprof-gvisor.yaml")[0]["spec"]["template"]["spec"]
