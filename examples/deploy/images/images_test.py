@@ -23,40 +23,26 @@ Needs root (dockerd); fails, saying why, if dockerd cannot start.
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import debian_files  # noqa: E402
+from dockerd import Dockerd, run  # noqa: E402
 import oci_archive  # noqa: E402
 
 VERSION = open(os.path.join(HERE, "..", "..", "..", "VERSION")).read().strip()
 ARCHIVES = {name: os.path.join(HERE, name + ".tar")
             for name in ("emitter", "collector", "examples",
                          "collector_reproduced")}
-DOCKER = "/usr/bin/docker"  # Debian's docker.io client
-DOCKERD = "/usr/sbin/dockerd"
 
 
 def image_of(name):
     images = oci_archive.read_archive(ARCHIVES[name])
     assert len(images) == 1, images
     return images[0]
-
-
-def run(cmd, timeout=120, check=True, **kwargs):
-    result = subprocess.run(cmd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, timeout=timeout, **kwargs)
-    if check and result.returncode != 0:
-        raise AssertionError("%s exited %d:\n%s" % (
-            " ".join(cmd), result.returncode,
-            result.stdout.decode(errors="replace")[-3000:]))
-    return result.stdout.decode(errors="replace")
 
 
 class ContentsTest(unittest.TestCase):
@@ -162,89 +148,14 @@ class ReproducibleTest(unittest.TestCase):
             self.assertEqual(info.mtime, 0, info.name)
 
 
-class Dockerd:
-    """Debian's dockerd with everything of its own in a temporary
-    directory: its data, its containerd, its socket; no bridge, no
-    iptables. Stopped (SIGTERM, then SIGKILL) by stop()."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="ringprof-dockerd.", dir="/tmp")
-        self.socket = os.path.join(self.dir, "docker.sock")
-        self.log_path = os.path.join(self.dir, "dockerd.log")
-        self.process = None
-
-    def start(self):
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [DOCKERD, "--data-root", os.path.join(self.dir, "data"),
-                 "--exec-root", os.path.join(self.dir, "exec"),
-                 "--pidfile", os.path.join(self.dir, "dockerd.pid"),
-                 "--host", "unix://" + self.socket, "--bridge=none",
-                 "--iptables=false", "--ip6tables=false",
-                 "--config-file", self.config_file()],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            if os.path.exists(self.socket) and subprocess.run(
-                    self.docker_cmd("version"), stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL).returncode == 0:
-                return
-            time.sleep(0.2)
-        raise AssertionError("Debian's dockerd did not start (exit %s):\n%s" % (
-            self.process.poll(), self.log()))
-
-    def config_file(self):
-        """An empty configuration: nothing from /etc/docker."""
-        path = os.path.join(self.dir, "daemon.json")
-        with open(path, "w") as f:
-            f.write("{}\n")
-        return path
-
-    def log(self):
-        with open(self.log_path, errors="replace") as f:
-            return "".join(f.readlines()[-20:])
-
-    def docker_cmd(self, *args):
-        return [DOCKER, "--host", "unix://" + self.socket] + list(args)
-
-    def docker(self, *args, **kwargs):
-        return run(self.docker_cmd(*args), **kwargs)
-
-    def ctr(self, *args):
-        return run(["ctr", "--address",
-                    os.path.join(self.dir, "exec", "containerd",
-                                 "containerd.sock"),
-                    "--namespace", "ringprof-test"] + list(args))
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
-        subprocess.run(["umount", "-R", os.path.join(self.dir, "data")],
-                       stderr=subprocess.DEVNULL)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 class EnginesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if os.geteuid() != 0:
-            raise AssertionError("needs root: it starts a Docker engine")
-        for tool in (DOCKER, DOCKERD, "ctr", "skopeo"):
+        for tool in ("ctr", "skopeo"):
             if shutil.which(tool) is None:
                 raise AssertionError("%s not found (run tools/setup)" % tool)
         cls.dockerd = Dockerd()
-        try:
-            cls.dockerd.start()
-        except BaseException:
-            cls.dockerd.stop()
-            raise
+        cls.dockerd.start()
         cls.scratch = tempfile.mkdtemp(prefix="images_test.")
 
     @classmethod
