@@ -62,6 +62,7 @@ class Packages:
     def __init__(self, root=DPKG):
         self.root = root
         self.by_key = {}  # "name:arch" -> Package
+        self.by_name = {}  # "name" -> Package (an Architecture: all one)
         with open(os.path.join(root, "status"), encoding="utf-8") as f:
             for paragraph in f.read().split("\n\n"):
                 fields = dict(re.findall(r"^([A-Za-z-]+): (.*)$", paragraph,
@@ -69,9 +70,10 @@ class Packages:
                 if "install ok installed" not in fields.get("Status", ""):
                     continue
                 key = "%s:%s" % (fields["Package"], fields["Architecture"])
-                self.by_key[key] = Package(fields["Package"],
-                                           fields["Architecture"],
-                                           paragraph.strip() + "\n")
+                package = Package(fields["Package"], fields["Architecture"],
+                                  paragraph.strip() + "\n")
+                self.by_key[key] = package
+                self.by_name.setdefault(package.name, package)
         self.owner = {}  # merged path -> Package
         for list_file in glob.glob(os.path.join(root, "info", "*.list")):
             package = self._package_of(os.path.basename(list_file)[:-5])
@@ -85,10 +87,7 @@ class Packages:
         """A .list file's stem ("libc6:amd64", "ca-certificates") -> Package."""
         if ":" in name:
             return self.by_key.get(name)
-        for key, package in self.by_key.items():
-            if package.name == name:
-                return package
-        return None
+        return self.by_name.get(name)
 
     def owner_of(self, path):
         package = self.owner.get(merged(path))
