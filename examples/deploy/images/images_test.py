@@ -16,6 +16,9 @@
   containerd names each image and keeps its manifest digest.
 - skopeo: `skopeo copy oci-archive:...` to a directory keeps the manifest
   digest.
+- A registry: skopeo pushes the archives to Debian's docker-registry on a
+  loopback port, and the Docker engine pulls them back; the manifest
+  digest and the image ID survive.
 
 Needs root (dockerd); fails, saying why, if dockerd cannot start.
 """
@@ -23,9 +26,13 @@ Needs root (dockerd); fails, saying why, if dockerd cannot start.
 import json
 import os
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -148,6 +155,47 @@ class ReproducibleTest(unittest.TestCase):
             self.assertEqual(info.mtime, 0, info.name)
 
 
+class Registry:
+    """Debian's docker-registry (the Distribution registry) on a loopback
+    port, storing in a temporary directory; stop() ends it."""
+
+    def __init__(self, scratch):
+        self.dir = os.path.join(scratch, "registry")
+        os.makedirs(self.dir)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.address = "127.0.0.1:%d" % s.getsockname()[1]
+        config = os.path.join(self.dir, "config.yml")
+        with open(config, "w") as f:
+            f.write("version: 0.1\n"
+                    "storage:\n  filesystem:\n    rootdirectory: %s\n"
+                    "http:\n  addr: %s\n" % (
+                        os.path.join(self.dir, "data"), self.address))
+        self.log = open(os.path.join(self.dir, "registry.log"), "wb")
+        self.process = subprocess.Popen(
+            ["docker-registry", "serve", config], stdout=self.log,
+            stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(
+                        "http://%s/v2/" % self.address, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                if self.process.poll() is not None:
+                    break
+                time.sleep(0.2)
+        self.stop()
+        raise AssertionError("docker-registry did not start")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(30)
+        self.log.close()
+
+
 class EnginesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -217,6 +265,34 @@ class EnginesTest(unittest.TestCase):
             self.assertIn("unpacking " + reference, out)
             listed = self.dockerd.ctr("images", "list", "name==" + reference)
             self.assertIn(image_of(name).descriptor["digest"], listed)
+
+    def test_pushed_to_a_registry_and_pulled_by_docker(self):
+        """What a user does with an archive: skopeo pushes it to their
+        registry (here Debian's docker-registry on loopback), their engine
+        pulls it; the manifest and image digests survive."""
+        for tool in ("docker-registry",):
+            if shutil.which(tool) is None:
+                raise AssertionError("%s not found (run tools/setup)" % tool)
+        registry = Registry(self.scratch)
+        try:
+            for name in ("emitter", "collector"):
+                image = image_of(name)
+                reference = "%s/ringprof-%s:%s" % (registry.address, name,
+                                                   VERSION)
+                run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false",
+                     "oci-archive:" + ARCHIVES[name], "docker://" + reference])
+                inspected = json.loads(run(["skopeo", "inspect",
+                                            "--tls-verify=false",
+                                            "docker://" + reference]))
+                self.assertEqual(inspected["Digest"],
+                                 image.descriptor["digest"])
+                # Docker treats a loopback registry as insecure (plain HTTP).
+                self.dockerd.docker("pull", reference)
+                image_id = self.dockerd.docker("image", "inspect", "--format",
+                                               "{{.Id}}", reference).strip()
+                self.assertEqual(image_id, image.manifest["config"]["digest"])
+        finally:
+            registry.stop()
 
     def test_skopeo_copies_every_archive(self):
         for name in ("emitter", "collector", "examples"):
