@@ -13,7 +13,6 @@
 
 #include "collector/symbolize/symbolizer.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -37,6 +36,7 @@
 #include "absl/strings/string_view.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
+#include "collector/symbolize/demangle.h"
 #include "collector/symbolize/module_file.h"
 #include "collector/symbolize/symbol_table.h"
 
@@ -97,17 +97,6 @@ std::string BuildIdPath(absl::string_view dir, absl::string_view build_id_hex,
                         absl::string_view suffix) {
   return absl::StrCat(dir, "/.build-id/", build_id_hex.substr(0, 2), "/",
                       build_id_hex.substr(2), suffix);
-}
-
-// Demangles an Itanium C++ ABI name into *out; false (and *out untouched)
-// when `name` is not mangled or the demangler cannot handle it.
-bool Demangle(const char* name, std::string* out) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || demangled == nullptr) return false;
-  out->assign(demangled);
-  std::free(demangled);
-  return true;
 }
 
 // The demangled linkage name of a subprogram or inlined-subroutine DIE,
