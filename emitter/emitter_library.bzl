@@ -18,11 +18,17 @@ EMITTER_COPTS = [
 NO_SANITIZER = ["-fno-sanitize=all"]
 
 # Also never fortified: -c opt's _FORTIFY_SOURCE turns calls like strncat
-# into glibc's __strncat_chk, which musl lacks (libc_imports.h).
+# into glibc's __strncat_chk, which musl lacks (libc_imports.h). On AArch64,
+# atomics are inline (LL/SC, every ARMv8.0 core): GCC's default outline
+# atomics would link libgcc's helpers, whose constructor imports glibc's
+# __getauxval, which musl lacks.
 PRELOAD = NO_SANITIZER + [
     "-U_FORTIFY_SOURCE",
     "-include emitter/glibc_compat.h",
-]
+] + select({
+    "//bazel:aarch64": ["-mno-outline-atomics"],
+    "//conditions:default": [],
+})
 
 def emitter_library(
         name,

@@ -13,6 +13,10 @@
 set -euo pipefail
 
 lib=${1:?libringprof.so}
+[[ -f ${lib} ]] || {
+  echo "FAIL: ${lib}: no such file"
+  exit 1
+}
 max_glibc=2.17
 allowed_needed="libc.so.6"
 # The pthread_* functions libc.so.6 has exported since glibc 2.2.5 (the rest

@@ -13,8 +13,18 @@
 set -euo pipefail
 
 lib=${1:?libringprof.so}
+[[ -f ${lib} ]] || {
+  echo "FAIL: ${lib}: no such file"
+  exit 1
+}
+# musl's libc.so of the library's architecture (musl:arm64 for an aarch64
+# build).
+case $(readelf -h "${lib}" | sed -n 's/^ *Machine: *//p') in
+  AArch64) triplet=aarch64-linux-musl ;;
+  *) triplet=x86_64-linux-musl ;;
+esac
 musl_libc=""
-for candidate in /usr/lib/x86_64-linux-musl/libc.so /lib/x86_64-linux-musl/libc.so \
+for candidate in "/usr/lib/${triplet}/libc.so" "/lib/${triplet}/libc.so" \
   /usr/lib/musl/lib/libc.so; do
   if [[ -f ${candidate} ]]; then
     musl_libc=${candidate}
@@ -22,7 +32,7 @@ for candidate in /usr/lib/x86_64-linux-musl/libc.so /lib/x86_64-linux-musl/libc.
   fi
 done
 [[ -n ${musl_libc} ]] || {
-  echo "FAIL: musl's libc.so not found (tools/setup installs musl-dev)"
+  echo "FAIL: musl's libc.so (${triplet}) not found (tools/setup installs musl)"
   exit 1
 }
 defined=$(mktemp)
