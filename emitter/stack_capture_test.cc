@@ -6,13 +6,16 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "emitter/arch/arch.h"
 #include "emitter/cfi_unwinder.h"
 #include "emitter/libc_features.h"
 #include "emitter/runtime.h"
@@ -254,6 +257,76 @@ TEST(CfiWalkerTest, SameStackAsLibgccThroughASignalFrame) {
              reinterpret_cast<const void*>(&RingprofTestRaise2);
   }
   EXPECT_TRUE(found) << "the interrupted code's caller is missing";
+}
+
+// A profiling signal interrupting a leaf function: no frame of its own (on
+// AArch64 its return address is still in the link register, which only the
+// signal context holds). Both walkers go through the signal frame into the
+// leaf's exact pc and on to its caller.
+std::atomic<int> g_leaf_state{0};  // 0 spinning, 1 sampled, 2 gave up
+BothWalkers g_from_leaf;
+uint64_t g_leaf_pc = 0;
+
+extern "C" __attribute__((noinline)) long RingprofTestLeafSpin() {
+  long n = 0;
+  while (g_leaf_state.load(std::memory_order_relaxed) == 0) ++n;
+  return n;
+}
+
+extern "C" __attribute__((noinline)) long RingprofTestLeafCaller() {
+  const long n = RingprofTestLeafSpin();
+  asm volatile("" ::: "memory");
+  return n + 1;
+}
+
+void CaptureInLeaf(int, siginfo_t*, void* ucontext) {
+  if (g_leaf_state.load() != 0) return;
+  const uint64_t pc = arch::FromSignalContext(ucontext).pc;
+  // (The interrupted code is the spin loop or the test's own set-up, never
+  // the loader: binaries here are bound at load.)
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(pc), &info) == 0 ||
+      info.dli_saddr != reinterpret_cast<void*>(&RingprofTestLeafSpin)) {
+    return;
+  }
+  g_leaf_pc = pc;
+  RingprofTestBoth(&g_from_leaf);
+  g_leaf_state.store(1);
+}
+
+void GiveUpOnLeaf(int) { g_leaf_state.store(2); }
+
+TEST(CfiWalkerTest, SameStackAsLibgccFromAnInterruptedLeaf) {
+  ThreadStackBounds bounds;
+  struct sigaction action = {};
+  action.sa_sigaction = CaptureInLeaf;
+  action.sa_flags = SA_SIGINFO;
+  struct sigaction old_prof, old_alarm;
+  ASSERT_EQ(sigaction(SIGPROF, &action, &old_prof), 0);
+  struct sigaction give_up = {};
+  give_up.sa_handler = GiveUpOnLeaf;
+  ASSERT_EQ(sigaction(SIGALRM, &give_up, &old_alarm), 0);
+  const struct itimerval every_ms = {{0, 1000}, {0, 1000}};
+  const struct itimerval off = {};
+  g_leaf_state.store(0);
+  g_from_leaf = BothWalkers();
+  alarm(20);
+  setitimer(ITIMER_PROF, &every_ms, nullptr);
+  RingprofTestLeafCaller();
+  setitimer(ITIMER_PROF, &off, nullptr);
+  alarm(0);
+  sigaction(SIGPROF, &old_prof, nullptr);
+  sigaction(SIGALRM, &old_alarm, nullptr);
+  ASSERT_EQ(g_leaf_state.load(), 1) << "no sample in the leaf within 20 s";
+  ExpectSameStacks(g_from_leaf);
+  int leaf = -1;
+  for (int i = 0; i < g_from_leaf.fast.count; ++i) {
+    if (g_from_leaf.fast.frames[i] == g_leaf_pc) leaf = i;
+  }
+  ASSERT_GE(leaf, 0) << "the interrupted pc is missing";
+  ASSERT_LT(leaf + 1, g_from_leaf.fast.count);
+  EXPECT_EQ(FunctionOf(g_from_leaf.fast.frames[leaf + 1]),
+            reinterpret_cast<const void*>(&RingprofTestLeafCaller));
 }
 
 TEST(CfiWalkerTest, CachedRulesGiveTheSameAnswer) {
