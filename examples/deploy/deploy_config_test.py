@@ -207,7 +207,9 @@ def built_images():
                            "BUILD.bazel")) as f:
         build = f.read()
     images = {}
-    for rule in re.findall(r"\noci_image\((.*?)\n\)", build, re.S):
+    # Each image's rule, whether written alone or in a comprehension over
+    # architectures ("[oci_image(...) for arch, ... ]").
+    for rule in re.findall(r"\n\[?oci_image\((.*?)\n\)", build, re.S):
         repository = re.search(r'repository = "([^"]+)"', rule).group(1)
         dockerfile = re.search(r'dockerfile = "//examples/deploy:([^"]+)"',
                                rule).group(1)

@@ -4,7 +4,7 @@
   archives.py describe ARCHIVE...        one line per image: name, platform,
                                          layers (compressed / uncompressed
                                          bytes), manifest digest
-  archives.py index OUT REPOSITORY TAG ARCHIVE...
+  archives.py index OUT REPOSITORY VERSION_FILE ARCHIVE...
                                          one archive holding the images of
                                          ARCHIVEs (one per platform) under an
                                          OCI image index: a multi-platform
@@ -29,8 +29,7 @@ def describe(paths):
             archive_digest = hashlib.sha256(f.read()).hexdigest()
         for image in oci_archive.read_archive(path):
             compressed, uncompressed = image.sizes()
-            name = image.descriptor.get("annotations", {}).get(
-                "io.containerd.image.name", "?").replace("docker.io/library/", "")
+            name = (image.name or "?").replace("docker.io/library/", "")
             print("%-28s %-12s %d layer%s, %s compressed, %s unpacked; "
                   "manifest %s" % (
                       name, image.platform, len(image.manifest["layers"]),
@@ -40,7 +39,9 @@ def describe(paths):
         print("  %s (sha256 %s...)" % (path, archive_digest[:16]))
 
 
-def index(out, repository, tag, paths):
+def index(out, repository, version_file, paths):
+    with open(version_file) as f:
+        tag = f.read().strip()
     images = []
     for path in paths:
         images.extend(oci_archive.read_archive(path))

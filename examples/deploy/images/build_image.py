@@ -124,6 +124,10 @@ class Context:
             return
         package = self.packages.verify(host_path)
         packages_used.add(package)
+        if debian_files.is_elf(host_path) and \
+                debian_files.elf_arch(host_path) != self.arch:
+            fail("%s is %s, the image is %s" % (
+                host_path, debian_files.elf_arch(host_path), self.arch))
         dest = self.path(layer, inside)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(host_path, dest)

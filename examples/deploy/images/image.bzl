@@ -6,8 +6,11 @@ how); its output `NAME.tar` is an image archive that `docker load`, `ctr
 images import`, `skopeo copy` and `umoci` take (oci_archive.py), named
 `REPOSITORY:VERSION` (VERSION: the repository's VERSION file).
 
-The image's architecture is the C++ toolchain's: the host's by default,
-arm64 with the aarch64 toolchain.
+The image's architecture is the C++ toolchain's: the host's by default;
+`arch = "arm64"` builds the image and everything in it for
+//bazel/platforms:linux_aarch64 (the cross toolchain of //bazel/toolchains,
+Debian's arm64 multiarch libraries). `oci_index` puts one repository's
+images of several platforms under one OCI image index.
 
 Reproducible: the layers' files and the config carry one timestamp,
 `--define=SOURCE_DATE_EPOCH=N` (default 0, 1970-01-01, as distroless
@@ -19,6 +22,7 @@ Needs root (buildah's storage): the action runs outside Bazel's sandbox.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load("//bazel:arch.bzl", "AARCH64_PLATFORM")
 
 # The C++ toolchain's cpu -> the image's (Debian) architecture.
 _ARCHES = {
@@ -27,6 +31,29 @@ _ARCHES = {
     "aarch64": "arm64",
     "arm64": "arm64",
 }
+
+# `arch = "arm64"` builds the image, and everything in it, for
+# //bazel/platforms:linux_aarch64 (the cross toolchain of //bazel/toolchains);
+# without it, for the configuration's own platform (the host's).
+def _platform_impl(settings, attr):
+    if attr.arch == "arm64":
+        return {"//command_line_option:platforms": AARCH64_PLATFORM}
+    return {"//command_line_option:platforms": settings["//command_line_option:platforms"]}
+
+_to_platform = transition(
+    implementation = _platform_impl,
+    inputs = ["//command_line_option:platforms"],
+    outputs = ["//command_line_option:platforms"],
+)
+
+OciImageInfo = provider(
+    doc = "An image archive and its architecture.",
+    fields = {
+        "archive": "the archive File",
+        "arch": "its Debian architecture (amd64, arm64)",
+        "repository": "the image's name, without tag",
+    },
+)
 
 def _single_file(target, attribute):
     files = target.files.to_list()
@@ -82,12 +109,23 @@ def _oci_image_impl(ctx):
         # of this machine.
         execution_requirements = {"local": "1"},
     )
-    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+    return [
+        DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
+        OciImageInfo(archive = out, arch = arch, repository = ctx.attr.repository),
+    ]
 
 _oci_image = rule(
     implementation = _oci_image_impl,
     doc = "An image archive built by buildah from a Dockerfile (see the file's docstring).",
+    cfg = _to_platform,
     attrs = {
+        "arch": attr.string(
+            values = ["", "arm64"],
+            doc = "arm64: built for aarch64 (empty: the configuration's platform).",
+        ),
+        "_allowlist_function_transition": attr.label(
+            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+        ),
         "dockerfile": attr.label(allow_single_file = True, mandatory = True),
         "repository": attr.string(mandatory = True, doc = "The image's name, without tag."),
         "layers": attr.string_list(
@@ -140,3 +178,53 @@ def oci_image(name, reproduced = False, **kwargs):
         again = dict(kwargs)
         again.pop("visibility", None)
         _oci_image(name = name + "_reproduced", testonly = True, **again)
+
+def _oci_index_impl(ctx):
+    images = [image[OciImageInfo] for image in ctx.attr.images]
+    repositories = {image.repository: True for image in images}
+    if len(repositories) != 1:
+        fail("%s: images of one repository only, not %s" % (ctx.label, repositories.keys()))
+    outputs = []
+    for image in images:
+        copy = ctx.actions.declare_file("%s-%s.tar" % (ctx.label.name, image.arch))
+        ctx.actions.symlink(output = copy, target_file = image.archive)
+        outputs.append(copy)
+    index = ctx.actions.declare_file(ctx.label.name + ".tar")
+    args = ctx.actions.args()
+    args.add("index", index)
+    args.add(images[0].repository)
+    args.add(ctx.file._version)
+    args.add_all([image.archive for image in images])
+    ctx.actions.run(
+        executable = ctx.executable._archives,
+        arguments = [args],
+        inputs = [ctx.file._version] + [image.archive for image in images],
+        tools = ctx.files._archives_library,
+        outputs = [index],
+        env = {"SOURCE_DATE_EPOCH": ctx.var.get("SOURCE_DATE_EPOCH", "0")},
+        mnemonic = "OciIndex",
+        progress_message = "Writing the multi-platform image %s" % images[0].repository,
+    )
+    outputs.append(index)
+    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
+
+oci_index = rule(
+    implementation = _oci_index_impl,
+    doc = """One repository's images for several platforms.
+
+Outputs NAME.tar, an archive whose index lists every platform's image (a
+multi-platform image: `skopeo copy --all`, `ctr images import
+--all-platforms`), and NAME-ARCH.tar, each platform's own archive (for
+`docker load`, which before Docker 25 cannot choose a platform).""",
+    attrs = {
+        "images": attr.label_list(providers = [OciImageInfo], mandatory = True),
+        "_archives": attr.label(
+            default = ":archives.py",
+            allow_single_file = True,
+            executable = True,
+            cfg = "exec",
+        ),
+        "_archives_library": attr.label_list(default = [":oci_archive.py"], allow_files = True),
+        "_version": attr.label(default = "//:VERSION", allow_single_file = True),
+    },
+)

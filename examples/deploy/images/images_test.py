@@ -1,24 +1,32 @@
 #!/usr/bin/python3
 """The kit's images as a user gets them (//examples/deploy/images).
 
-- What each holds: the emitter image exactly the library and its copier;
-  the collector image ringprof, the Debian libraries it needs and nothing
-  it does not (every shared library in it is needed, every library needed
-  is in it), no shell, uid 10001; every Debian file listed in status.d.
+- What each holds, for amd64 and arm64: the emitter image exactly the
+  library and its copier; the collector image ringprof, the Debian
+  libraries it needs and nothing it does not (every shared library in it
+  is needed, every library needed is in it, all of the image's
+  architecture), no shell, uid 10001; every Debian file listed in
+  status.d with its copyright.
 - Reproducible: the collector image built twice by independent buildah
   runs (:collector_reproduced) is the same archive, byte for byte.
+- arm64 under qemu-aarch64 -cpu max (Debian's qemu-user), from the images'
+  own root filesystems: the copier copies, the collector starts, the
+  examples' server runs with the emitter preloaded and writes a ring that
+  the arm64 collector reads back whole.
 - Docker: a private Debian dockerd (started here, stopped at the end)
-  loads every archive (image ID = the config's digest), runs the collector
-  image (`--help` as uid 10001, read-only root), the emitter image (copies
-  the library into a volume) and the examples image (`ringprof run`
+  loads every amd64 archive (image ID = the config's digest), runs the
+  collector image (read-only root), the emitter image (copies the library
+  into a volume as uid 10001) and the examples image (`ringprof run`
   profiles the server).
 - containerd: `ctr images import` of every archive into that daemon's
-  containerd names each image and keeps its manifest digest.
+  containerd names each image and keeps its manifest digest; the
+  multi-platform archive imports with both platforms.
 - skopeo: `skopeo copy oci-archive:...` to a directory keeps the manifest
   digest.
-- A registry: skopeo pushes the archives to Debian's docker-registry on a
-  loopback port, and the Docker engine pulls them back; the manifest
-  digest and the image ID survive.
+- A registry: skopeo pushes the archives (the multi-platform ones with
+  --all) to Debian's docker-registry on a loopback port; the registry
+  serves the index with both platforms, and the Docker engine pulls the
+  host's image back, digests unchanged.
 
 Needs root (dockerd); fails, saying why, if dockerd cannot start.
 """
@@ -41,61 +49,77 @@ from dockerd import Dockerd, run  # noqa: E402
 import oci_archive  # noqa: E402
 
 VERSION = open(os.path.join(HERE, "..", "..", "..", "VERSION")).read().strip()
-ARCHIVES = {name: os.path.join(HERE, name + ".tar")
-            for name in ("emitter", "collector", "examples",
-                         "collector_reproduced")}
+IMAGES = ("emitter", "collector", "examples")
+ARCHES = ("amd64", "arm64")
 
 
-def image_of(name):
-    images = oci_archive.read_archive(ARCHIVES[name])
+def archive(name, arch=None):
+    """ringprof-NAME-ARCH.tar (one platform), ringprof-NAME.tar (arch None:
+    every platform under one index), or NAME.tar (e.g. collector_reproduced)."""
+    if name not in IMAGES:
+        return os.path.join(HERE, name + ".tar")
+    suffix = "-" + arch if arch else ""
+    return os.path.join(HERE, "ringprof-%s%s.tar" % (name, suffix))
+
+
+def image_of(name, arch="amd64"):
+    images = oci_archive.read_archive(archive(name, arch))
     assert len(images) == 1, images
     return images[0]
 
 
+def unpack(image, root):
+    """The image's layers extracted into root (owners kept: root runs this)."""
+    for data in image.layers():
+        path = os.path.join(root, ".layer.tar")
+        with open(path, "wb") as f:
+            f.write(data)
+        run(["tar", "-xf", path, "-C", root])
+        os.unlink(path)
+
+
 class ContentsTest(unittest.TestCase):
     def test_emitter_image_holds_the_library_and_its_copier_only(self):
-        image = image_of("emitter")
-        files = image.files()
-        regular = sorted(p for p, info in files.items() if info.isfile())
-        self.assertEqual(regular, ["opt/ringprof/bin/copy",
-                                   "opt/ringprof/lib/libringprof.so"])
-        self.assertEqual(sorted(p for p, i in files.items() if not i.isdir()),
-                         regular)
-        config = image.config["config"]
-        self.assertEqual(config["User"], "10001:10001")
-        self.assertEqual(config["Entrypoint"], ["/opt/ringprof/bin/copy"])
-        self.assertEqual(config["Cmd"], ["/opt/ringprof/lib/libringprof.so",
-                                         "/ringprof-lib/libringprof.so"])
+        for arch in ARCHES:
+            image = image_of("emitter", arch)
+            self.assertEqual(image.config["architecture"], arch)
+            files = image.files()
+            regular = sorted(p for p, info in files.items() if info.isfile())
+            self.assertEqual(regular, ["opt/ringprof/bin/copy",
+                                       "opt/ringprof/lib/libringprof.so"])
+            self.assertEqual(sorted(p for p, i in files.items()
+                                    if not i.isdir()), regular)
+            config = image.config["config"]
+            self.assertEqual(config["User"], "10001:10001")
+            self.assertEqual(config["Entrypoint"], ["/opt/ringprof/bin/copy"])
+            self.assertEqual(config["Cmd"], ["/opt/ringprof/lib/libringprof.so",
+                                             "/ringprof-lib/libringprof.so"])
 
     def test_collector_image_holds_what_ringprof_needs_and_no_more(self):
-        image = image_of("collector")
-        config = image.config["config"]
-        self.assertEqual(config["User"], "10001:10001")
-        self.assertEqual(config["Entrypoint"],
-                         ["/usr/local/bin/ringprof", "collect"])
-        self.assertEqual(config["Labels"]["org.opencontainers.image.version"],
-                         VERSION)
-        root = tempfile.mkdtemp(prefix="images_test.")
-        try:
-            self.check_libraries(image, root)
-        finally:
-            shutil.rmtree(root)
+        for arch in ARCHES:
+            image = image_of("collector", arch)
+            self.assertEqual(image.config["architecture"], arch)
+            config = image.config["config"]
+            self.assertEqual(config["User"], "10001:10001")
+            self.assertEqual(config["Entrypoint"],
+                             ["/usr/local/bin/ringprof", "collect"])
+            self.assertEqual(
+                config["Labels"]["org.opencontainers.image.version"], VERSION)
+            root = tempfile.mkdtemp(prefix="images_test.")
+            try:
+                unpack(image, root)
+                self.check_libraries(image, root, arch)
+            finally:
+                shutil.rmtree(root)
 
-    def check_libraries(self, image, root):
+    def check_libraries(self, image, root, arch):
         files = image.files()
         for shell in ("bin/sh", "usr/bin/sh", "bin/bash", "bin/busybox"):
             self.assertNotIn(shell, files)
-        for data in image.layers():
-            path = os.path.join(root, "layer.tar")
-            with open(path, "wb") as f:
-                f.write(data)
-            run(["tar", "-xf", path, "-C", root])
-            os.unlink(path)
         with open(os.path.join(root, "etc/passwd")) as f:
             self.assertIn(":10001:10001:", f.read())
         self.assertGreater(os.path.getsize(
             os.path.join(root, "etc/ssl/certs/ca-certificates.crt")), 100000)
-        arch = image.config["architecture"]
         libdir = os.path.join(root, "usr/lib", debian_files.TRIPLETS[arch])
         libraries = {name for name in os.listdir(libdir)
                      if ".so" in name and not os.path.islink(
@@ -107,6 +131,7 @@ class ContentsTest(unittest.TestCase):
                    os.path.join(libdir, "libdebuginfod.so.1")]
         while pending:
             path = pending.pop()
+            self.assertEqual(debian_files.elf_arch(path), arch, path)
             for soname in debian_files.needed(path):
                 target = os.path.join(libdir, soname)
                 self.assertTrue(os.path.exists(target),
@@ -118,6 +143,7 @@ class ContentsTest(unittest.TestCase):
                     pending.append(target)
         interpreter = debian_files.interpreter(
             os.path.join(root, "usr/local/bin/ringprof"))
+        self.assertTrue(os.path.exists(root + interpreter), interpreter)
         reached.add(os.path.basename(os.path.realpath(root + interpreter)))
         reached.add(os.path.basename(os.path.realpath(
             os.path.join(libdir, "libdebuginfod.so.1"))))
@@ -128,23 +154,93 @@ class ContentsTest(unittest.TestCase):
         packages = debian_files.Packages()
         for name in libraries:
             owner = packages.owner_of(os.path.join(
-                "/usr/lib", debian_files.TRIPLETS[arch], name)).name
-            self.assertIn(owner, recorded, name)
+                "/usr/lib", debian_files.TRIPLETS[arch], name))
+            self.assertEqual(owner.arch, arch, name)
+            self.assertIn(owner.name, recorded, name)
             self.assertTrue(os.path.exists(os.path.join(
-                root, "usr/share/doc", owner, "copyright")), owner)
+                root, "usr/share/doc", owner.name, "copyright")), owner.name)
 
     def test_examples_image_is_the_collector_image_plus_one_layer(self):
-        collector, examples = image_of("collector"), image_of("examples")
-        self.assertEqual(examples.manifest["layers"][:-1],
-                         collector.manifest["layers"])
-        self.assertEqual(len(examples.manifest["layers"]),
-                         len(collector.manifest["layers"]) + 1)
+        for arch in ARCHES:
+            collector = image_of("collector", arch)
+            examples = image_of("examples", arch)
+            self.assertEqual(examples.manifest["layers"][:-1],
+                             collector.manifest["layers"])
+            self.assertEqual(len(examples.manifest["layers"]),
+                             len(collector.manifest["layers"]) + 1)
+
+    def test_multi_platform_archives_index_both_images(self):
+        for name in IMAGES:
+            images = oci_archive.read_archive(archive(name))
+            self.assertEqual(sorted(i.platform for i in images),
+                             ["linux/amd64", "linux/arm64"])
+            for image in images:
+                single = image_of(name, image.config["architecture"])
+                self.assertEqual(image.descriptor["digest"],
+                                 single.descriptor["digest"])
+
+
+class Arm64Test(unittest.TestCase):
+    """The arm64 images' programs, run by qemu-aarch64 from the images'
+    own root filesystems (-L: the loader and libraries are the image's)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if shutil.which("qemu-aarch64") is None:
+            raise AssertionError("qemu-aarch64 not found (run tools/setup)")
+        cls.scratch = tempfile.mkdtemp(prefix="images_test.arm64.")
+        cls.roots = {}
+        for name in ("emitter", "examples"):
+            root = os.path.join(cls.scratch, name)
+            os.makedirs(root)
+            unpack(image_of(name, "arm64"), root)
+            cls.roots[name] = root
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.scratch, ignore_errors=True)
+
+    def qemu(self, root, *argv, env=(), check=True):
+        command = ["qemu-aarch64", "-cpu", "max", "-L", root]
+        for variable in env:
+            command += ["-E", variable]  # the guest's, not qemu's own
+        return run(command + [root + argv[0]] + list(argv[1:]), check=check)
+
+    def test_copier_copies(self):
+        root = self.roots["emitter"]
+        dest = os.path.join(self.scratch, "libringprof.so")
+        out = self.qemu(root, "/opt/ringprof/bin/copy",
+                        root + "/opt/ringprof/lib/libringprof.so", dest)
+        self.assertIn("-> " + dest, out)
+        with open(dest, "rb") as a, open(
+                root + "/opt/ringprof/lib/libringprof.so", "rb") as b:
+            self.assertTrue(a.read() == b.read())
+
+    def test_server_with_the_emitter_writes_a_ring_the_collector_reads(self):
+        root = self.roots["examples"]
+        # --help exits 1 (abseil's flags), after the usage.
+        self.assertIn("ringprof collect --ring-dir=DIR", self.qemu(
+            root, "/usr/local/bin/ringprof", "--help", check=False))
+        rings = os.path.join(self.scratch, "rings")
+        os.makedirs(rings)
+        out = self.qemu(root, "/usr/local/bin/server", "--seconds=2",
+                        "--workers=1", "--clients=1",
+                        env=["LD_PRELOAD=/usr/local/lib/ringprof/libringprof.so",
+                             "RINGPROF_DIR=" + rings])
+        self.assertIn("0 parse errors", out)
+        files = os.listdir(rings)
+        self.assertEqual(len(files), 1, files)
+        dump = self.qemu(root, "/usr/local/bin/ringprof", "dump", "--quiet",
+                         os.path.join(rings, files[0]))
+        self.assertRegex(dump, r"records \d+ delivered, 0 lost .*process ended")
+        self.assertRegex(dump, r"CpuSample +[1-9]")
+        self.assertRegex(dump, r"AllocSample +[1-9]")
 
 
 class ReproducibleTest(unittest.TestCase):
     def test_two_builds_give_the_same_archive(self):
-        with open(ARCHIVES["collector"], "rb") as a, \
-                open(ARCHIVES["collector_reproduced"], "rb") as b:
+        with open(archive("collector", "amd64"), "rb") as a, \
+                open(archive("collector_reproduced"), "rb") as b:
             self.assertTrue(a.read() == b.read(),
                             "two buildah runs gave different archives")
         image = image_of("collector")
@@ -212,7 +308,7 @@ class EnginesTest(unittest.TestCase):
         shutil.rmtree(cls.scratch, ignore_errors=True)
 
     def load(self, name):
-        out = self.dockerd.docker("load", "--input", ARCHIVES[name])
+        out = self.dockerd.docker("load", "--input", archive(name, "amd64"))
         tag = "ringprof-%s:%s" % (name, VERSION)
         self.assertIn("Loaded image: " + tag, out)
         image_id = self.dockerd.docker("image", "inspect", "--format",
@@ -259,46 +355,63 @@ class EnginesTest(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out_dir, name)), name)
 
     def test_ctr_imports_every_archive(self):
-        for name in ("emitter", "collector", "examples"):
-            out = self.dockerd.ctr("images", "import", ARCHIVES[name])
+        for name in IMAGES:
             reference = "docker.io/library/ringprof-%s:%s" % (name, VERSION)
+            out = self.dockerd.ctr("images", "import", archive(name, "amd64"))
             self.assertIn("unpacking " + reference, out)
             listed = self.dockerd.ctr("images", "list", "name==" + reference)
             self.assertIn(image_of(name).descriptor["digest"], listed)
+            self.dockerd.ctr("images", "remove", reference)
+            # Both platforms: the multi-platform archive.
+            self.dockerd.ctr("images", "import", "--all-platforms",
+                             archive(name))
+            listed = self.dockerd.ctr("images", "list", "name==" + reference)
+            self.assertIn("linux/amd64,linux/arm64", listed)
 
     def test_pushed_to_a_registry_and_pulled_by_docker(self):
-        """What a user does with an archive: skopeo pushes it to their
-        registry (here Debian's docker-registry on loopback), their engine
-        pulls it; the manifest and image digests survive."""
-        for tool in ("docker-registry",):
-            if shutil.which(tool) is None:
-                raise AssertionError("%s not found (run tools/setup)" % tool)
+        """What a user does with the archives: skopeo pushes them to their
+        registry (here Debian's docker-registry on loopback), the
+        multi-platform one with --all; their engine pulls the host's image;
+        the digests survive."""
+        if shutil.which("docker-registry") is None:
+            raise AssertionError("docker-registry not found (run tools/setup)")
         registry = Registry(self.scratch)
         try:
             for name in ("emitter", "collector"):
-                image = image_of(name)
-                reference = "%s/ringprof-%s:%s" % (registry.address, name,
-                                                   VERSION)
+                host = image_of(name)
+                repository = "%s/ringprof-%s" % (registry.address, name)
+                single = "%s:%s-amd64" % (repository, VERSION)
                 run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false",
-                     "oci-archive:" + ARCHIVES[name], "docker://" + reference])
+                     "oci-archive:" + archive(name, "amd64"),
+                     "docker://" + single])
                 inspected = json.loads(run(["skopeo", "inspect",
                                             "--tls-verify=false",
-                                            "docker://" + reference]))
-                self.assertEqual(inspected["Digest"],
-                                 image.descriptor["digest"])
-                # Docker treats a loopback registry as insecure (plain HTTP).
-                self.dockerd.docker("pull", reference)
+                                            "docker://" + single]))
+                self.assertEqual(inspected["Digest"], host.descriptor["digest"])
+                both = "%s:%s" % (repository, VERSION)
+                run(["skopeo", "copy", "--quiet", "--all",
+                     "--dest-tls-verify=false", "oci-archive:" + archive(name),
+                     "docker://" + both])
+                index = json.loads(run(["skopeo", "inspect", "--raw",
+                                        "--tls-verify=false", "docker://" + both]))
+                self.assertEqual(sorted((m["platform"]["architecture"],
+                                         m["digest"]) for m in index["manifests"]),
+                                 sorted((arch, image_of(name, arch).descriptor[
+                                     "digest"]) for arch in ARCHES))
+                # Docker treats a loopback registry as insecure (plain HTTP)
+                # and picks the host's platform from the index.
+                self.dockerd.docker("pull", both)
                 image_id = self.dockerd.docker("image", "inspect", "--format",
-                                               "{{.Id}}", reference).strip()
-                self.assertEqual(image_id, image.manifest["config"]["digest"])
+                                               "{{.Id}}", both).strip()
+                self.assertEqual(image_id, host.manifest["config"]["digest"])
         finally:
             registry.stop()
 
     def test_skopeo_copies_every_archive(self):
-        for name in ("emitter", "collector", "examples"):
+        for name in IMAGES:
             dest = os.path.join(self.scratch, "skopeo-" + name)
-            run(["skopeo", "copy", "--quiet", "oci-archive:" + ARCHIVES[name],
-                 "dir:" + dest])
+            run(["skopeo", "copy", "--quiet",
+                 "oci-archive:" + archive(name, "amd64"), "dir:" + dest])
             inspected = json.loads(run(["skopeo", "inspect", "dir:" + dest]))
             self.assertEqual(inspected["Digest"],
                              image_of(name).descriptor["digest"])

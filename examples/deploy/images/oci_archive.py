@@ -37,9 +37,12 @@ def blob_path(digest):
 class Image:
     """One platform's image: its manifest, config and blobs, by digest."""
 
-    def __init__(self, blobs, descriptor):
+    def __init__(self, blobs, descriptor, name=None):
         self.blobs = blobs  # digest -> bytes
         self.descriptor = descriptor
+        # "docker.io/library/NAME:TAG", from the index entry (or the index
+        # that lists this image), or None.
+        self.name = name
         self.manifest = json.loads(blobs[descriptor["digest"]])
         self.config = json.loads(blobs[self.manifest["config"]["digest"]])
 
@@ -119,13 +122,16 @@ def read_archive(path):
     return _images(blobs, index)
 
 
-def _images(blobs, index):
+def _images(blobs, index, name=None):
     images = []
     for descriptor in index["manifests"]:
+        named = descriptor.get("annotations", {}).get(
+            "io.containerd.image.name", name)
         if descriptor["mediaType"] == INDEX_MEDIA_TYPE:
-            images.extend(_images(blobs, json.loads(blobs[descriptor["digest"]])))
+            images.extend(_images(blobs, json.loads(blobs[descriptor["digest"]]),
+                                  named))
         else:
-            images.append(Image(blobs, descriptor))
+            images.append(Image(blobs, descriptor, named))
     for image in images:
         for digest in [image.manifest["config"]["digest"]] + [
                 layer["digest"] for layer in image.manifest["layers"]]:
