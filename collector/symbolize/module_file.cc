@@ -206,6 +206,29 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::Open(UniqueFd fd,
   Elf* elf = elf_begin(fd.get(), ELF_C_READ, nullptr);
   if (elf == nullptr) return absl::InvalidArgumentError(elf_errmsg(-1));
   std::unique_ptr<ElfFile> file(new ElfFile(std::move(fd), elf, size));
+  absl::Status layout = file->CheckLayout();
+  if (!layout.ok()) return layout;
+  return file;
+}
+
+absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromMemory(
+    std::string image) {
+  elf_version(EV_CURRENT);
+  if (image.empty()) return absl::InvalidArgumentError("empty ELF image");
+  std::unique_ptr<ElfFile> file(new ElfFile(UniqueFd(), nullptr, image.size()));
+  // libelf reads the image in place (and may convert it in place): it is
+  // owned by the file, at a stable address, for as long as elf_.
+  file->image_ = std::move(image);
+  file->elf_ = elf_memory(file->image_.data(), file->image_.size());
+  if (file->elf_ == nullptr) return absl::InvalidArgumentError(elf_errmsg(-1));
+  absl::Status layout = file->CheckLayout();
+  if (!layout.ok()) return layout;
+  return file;
+}
+
+absl::Status ElfFile::CheckLayout() const {
+  const uint64_t size = size_;
+  Elf* elf = elf_;
   GElf_Ehdr ehdr;
   if (elf_kind(elf) != ELF_K_ELF || gelf_getehdr(elf, &ehdr) == nullptr) {
     return absl::InvalidArgumentError("not an ELF file");
@@ -214,7 +237,9 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::Open(UniqueFd fd,
     return offset <= size && length <= size - offset;
   };
   size_t count = 0;
-  if (elf_getshdrnum(elf, &count) != 0 ||
+  // libelf reports no sections at all when the table it was told of lies
+  // past the end.
+  if (elf_getshdrnum(elf, &count) != 0 || (count == 0 && ehdr.e_shoff != 0) ||
       !inside(ehdr.e_shoff, static_cast<uint64_t>(count) *
                                 gelf_fsize(elf, ELF_T_SHDR, 1, EV_CURRENT))) {
     return absl::InvalidArgumentError("section headers outside the file");
@@ -241,10 +266,12 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::Open(UniqueFd fd,
       return absl::InvalidArgumentError("a note segment lies outside the file");
     }
   }
-  return file;
+  return absl::OkStatus();
 }
 
-ElfFile::~ElfFile() { elf_end(elf_); }
+ElfFile::~ElfFile() {
+  if (elf_ != nullptr) elf_end(elf_);
+}
 
 std::string ElfFile::BuildIdHex() const {
   const void* bits = nullptr;

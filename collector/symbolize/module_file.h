@@ -79,19 +79,22 @@ absl::StatusOr<UniqueFd> OpenInRoot(
 // regular files only, without blocking.
 absl::StatusOr<UniqueFd> OpenRegularFile(const std::string& path);
 
-// An ELF file read through libelf from a descriptor it owns.
+// An ELF file read through libelf from a descriptor it owns, or from
+// memory it owns (an ELF that another one carries, as MiniDebugInfo).
 class ElfFile {
  public:
   // Takes `fd` over. Fails unless it is a regular file of at most
   // `max_bytes`, an ELF whose section and program headers lie inside it.
   static absl::StatusOr<std::unique_ptr<ElfFile>> Open(UniqueFd fd,
                                                        uint64_t max_bytes);
+  // Takes `image` over, with the same checks. fd() is -1.
+  static absl::StatusOr<std::unique_ptr<ElfFile>> FromMemory(std::string image);
   ~ElfFile();
   ElfFile(const ElfFile&) = delete;
   ElfFile& operator=(const ElfFile&) = delete;
 
   Elf* elf() const { return elf_; }
-  int fd() const { return fd_.get(); }  // -1 once detached
+  int fd() const { return fd_.get(); }  // -1 once detached, or in memory
   uint64_t size() const { return size_; }
 
   // The NT_GNU_BUILD_ID note as lower-case hex; empty without one.
@@ -117,8 +120,11 @@ class ElfFile {
  private:
   ElfFile(UniqueFd fd, Elf* elf, uint64_t size)
       : fd_(std::move(fd)), elf_(elf), size_(size) {}
+  // Fails unless elf_ is an ELF whose headers lie inside its size_ bytes.
+  absl::Status CheckLayout() const;
 
   UniqueFd fd_;
+  std::string image_;  // FromMemory: the bytes elf_ reads
   Elf* elf_;
   uint64_t size_;
 };

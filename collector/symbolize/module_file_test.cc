@@ -135,8 +135,26 @@ TEST(ElfFileTest, RejectsWhatIsNotASoundElf) {
   fs::copy_file("/proc/self/exe", dir / "half");
   fs::resize_file(dir / "half", self_size / 2);
   EXPECT_FALSE(open_elf(dir / "half", uint64_t{2} << 30).ok());
+  // All but the last section header: libelf would report no sections at
+  // all.
+  fs::copy_file("/proc/self/exe", dir / "short");
+  fs::resize_file(dir / "short", self_size - 1);
+  absl::Status short_file = open_elf(dir / "short", uint64_t{2} << 30);
+  EXPECT_THAT(short_file.message(),
+              ::testing::HasSubstr("section headers outside the file"));
   EXPECT_TRUE(open_elf("/proc/self/exe", uint64_t{2} << 30).ok());
   EXPECT_TRUE(absl::IsResourceExhausted(open_elf("/proc/self/exe", 4096)));
+  // The same from memory.
+  std::string image(self_size, '\0');
+  std::ifstream("/proc/self/exe", std::ios::binary)
+      .read(image.data(), static_cast<std::streamsize>(image.size()));
+  EXPECT_TRUE(ElfFile::FromMemory(image).ok());
+  image.pop_back();
+  EXPECT_FALSE(ElfFile::FromMemory(image).ok());
+  EXPECT_FALSE(ElfFile::FromMemory("").ok());
+  EXPECT_FALSE(ElfFile::FromMemory("\x7f"
+                                   "ELF")
+                   .ok());
   // Devices are refused before libelf sees them.
   EXPECT_FALSE(OpenRegularFile("/dev/zero").ok());
   fs::remove_all(dir);

@@ -37,6 +37,7 @@
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
 #include "collector/symbolize/demangle.h"
+#include "collector/symbolize/minidebuginfo.h"
 #include "collector/symbolize/module_file.h"
 #include "collector/symbolize/symbol_table.h"
 
@@ -66,6 +67,10 @@ struct FileMetrics {
   Counter& files_denied = Metrics::Get().GetCounter(
       "ringprof_symbolizer_files_denied_total",
       "Workload binaries the collector may not read (permission denied).");
+  Counter& minidebuginfo_rejected = Metrics::Get().GetCounter(
+      "ringprof_symbolizer_minidebuginfo_rejected_total",
+      "Stripped binaries whose MiniDebugInfo (.gnu_debugdata) was refused: "
+      "too large, not xz, a decompression bomb, or not a sound ELF.");
   Counter& evictions = Metrics::Get().GetCounter(
       "ringprof_symbolizer_evictions_total",
       "Modules dropped from the symbolizer cache to stay within "
@@ -714,6 +719,31 @@ class ElfSymbolizer final : public Symbolizer {
     return nullptr;
   }
 
+  // A stripped binary's MiniDebugInfo (.gnu_debugdata): the functions its
+  // .dynsym lacks. A refused one is counted, and said once.
+  void AddMiniDebugInfo(const ModuleInfo& module, const ElfFile& binary,
+                        ModuleIndex* index) {
+    absl::StatusOr<std::unique_ptr<ElfFile>> mini = ReadMiniDebugInfo(binary);
+    if (mini.ok()) {
+      if (index->symbols.AddSymbols((*mini)->elf(), SHT_SYMTAB)) {
+        ++stats_.minidebuginfo_read;
+        return;
+      }
+      mini = absl::InvalidArgumentError(
+          ".gnu_debugdata: its ELF has no symbol table");
+    }
+    if (absl::IsNotFound(mini.status())) return;
+    ++stats_.minidebuginfo_rejected;
+    metrics().minidebuginfo_rejected.Add(1);
+    if (warned_minidebuginfo_) return;
+    warned_minidebuginfo_ = true;
+    LogWarning(absl::StrCat(
+        module.path, ": MiniDebugInfo refused (", mini.status().message(),
+        "): its functions missing from .dynsym show as [", index->display_name,
+        "] 0x<start>. Said once; counted in "
+        "ringprof_symbolizer_minidebuginfo_rejected_total"));
+  }
+
   bool FileCrc32ViaElf(const ElfFile& file, uint32_t* crc) {
     return FileCrc32(file.fd(), options_.max_file_bytes, crc);
   }
@@ -764,6 +794,7 @@ class ElfSymbolizer final : public Symbolizer {
     }
     if (!full_symbols) {
       index->symbols.AddSymbols(binary->elf(), SHT_DYNSYM);
+      AddMiniDebugInfo(module, *binary, index);
       index->symbols.AddFunctionStarts(binary->elf());
     }
     index->symbols.Finish();
@@ -876,6 +907,7 @@ class ElfSymbolizer final : public Symbolizer {
   SymbolizerStats stats_;
   bool warned_root_denied_ = false;
   bool warned_file_denied_ = false;
+  bool warned_minidebuginfo_ = false;
   Debuginfod debuginfod_;
   absl::flat_hash_map<uint32_t, ProcessRoot> roots_;
   // Modules by key; lru_ front is the most recently used.

@@ -60,11 +60,13 @@ struct SymbolizerStats {
   uint64_t build_id_mismatches = 0;   // candidate files skipped for their id
   uint64_t debuginfod_fetches = 0;    // files obtained from debuginfod
   uint64_t files_rejected = 0;        // not regular, too large, not a sound ELF
-  uint64_t roots_denied = 0;     // opens of /proc/<pid>/root refused (EACCES)
-  uint64_t files_denied = 0;     // workload binaries refused (EACCES)
-  uint64_t modules_evicted = 0;  // dropped to stay within cache_bytes
-  uint64_t modules_cached = 0;   // modules indexed now
-  uint64_t cache_bytes = 0;      // estimated bytes held now
+  uint64_t roots_denied = 0;  // opens of /proc/<pid>/root refused (EACCES)
+  uint64_t files_denied = 0;  // workload binaries refused (EACCES)
+  uint64_t minidebuginfo_read = 0;      // stripped binaries named by it
+  uint64_t minidebuginfo_rejected = 0;  // .gnu_debugdata refused
+  uint64_t modules_evicted = 0;         // dropped to stay within cache_bytes
+  uint64_t modules_cached = 0;          // modules indexed now
+  uint64_t cache_bytes = 0;             // estimated bytes held now
 };
 
 struct SymbolizerOptions {

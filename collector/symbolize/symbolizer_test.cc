@@ -45,6 +45,7 @@ namespace fs = std::filesystem;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 constexpr char kDataDir[] = "collector/symbolize/testdata/symbolizer/";
@@ -231,6 +232,88 @@ TEST_F(SymbolizerTest, StrippedBinaryAloneNamesTheFunctionStart) {
       module, facts_.outer_return_address, AddressKind::kReturnAddress));
   EXPECT_EQ(symbolizer->misses(), 0u);
   EXPECT_EQ(symbolizer->stats().modules_opened, 1u);
+}
+
+TEST_F(SymbolizerTest, MiniDebugInfoNamesAStrippedBinarysFunctions) {
+  // Stripped the Fedora way: .symtab and DWARF gone, the functions that
+  // .dynsym lacks kept in .gnu_debugdata.
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("minidebuginfo/symbolizer_test_program"));
+  for (uint64_t address : {facts_.leaf, facts_.leaf + 4}) {
+    std::vector<SymbolizedFrame> leaf =
+        symbolizer->Symbolize(module, address, AddressKind::kInstruction);
+    ASSERT_THAT(leaf, SizeIs(1));
+    EXPECT_EQ(leaf[0].function, "ringprof_test::Leaf(int)");
+    EXPECT_THAT(leaf[0].file, IsEmpty());  // symbols only, no lines
+  }
+  std::vector<SymbolizedFrame> outer = symbolizer->Symbolize(
+      module, facts_.outer_return_address, AddressKind::kReturnAddress);
+  ASSERT_THAT(outer, SizeIs(1));
+  EXPECT_EQ(outer[0].function, "ringprof_test::Outer(int)");
+  std::vector<SymbolizedFrame> c_function = symbolizer->Symbolize(
+      module, facts_.c_function, AddressKind::kInstruction);
+  ASSERT_THAT(c_function, SizeIs(1));
+  EXPECT_EQ(c_function[0].function, "ringprof_test_c_function");
+  EXPECT_EQ(symbolizer->stats().minidebuginfo_read, 1u);
+  EXPECT_EQ(symbolizer->stats().minidebuginfo_rejected, 0u);
+}
+
+TEST_F(SymbolizerTest, MiniDebugInfoIsNotReadInsideMiniDebugInfo) {
+  // Leaf is named only by a MiniDebugInfo nested in the MiniDebugInfo:
+  // never read, so Leaf is not named (the closest label before it,
+  // frame_dummy, covers it, as it would in libdwfl); Outer, in the outer
+  // one, is named.
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module =
+      Module(DataPath("minidebuginfo_nested/symbolizer_test_program"));
+  std::vector<SymbolizedFrame> outer = symbolizer->Symbolize(
+      module, facts_.outer_return_address, AddressKind::kReturnAddress);
+  ASSERT_THAT(outer, SizeIs(1));
+  EXPECT_EQ(outer[0].function, "ringprof_test::Outer(int)");
+  std::vector<SymbolizedFrame> leaf =
+      symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction);
+  ASSERT_THAT(leaf, SizeIs(1));
+  EXPECT_THAT(leaf[0].function, Not(HasSubstr("Leaf")));
+  EXPECT_EQ(symbolizer->stats().minidebuginfo_read, 1u);
+}
+
+TEST_F(SymbolizerTest, HostileMiniDebugInfoIsRefusedCountedAndSaidOnce) {
+  // Not xz, truncated xz, xz of something not an ELF, and a bomb (136 MiB
+  // of zeros, past the 128 MiB limit): each refused, the binary still
+  // symbolized as a stripped one (function starts), one warning for all.
+  auto symbolizer = Symbolizer::Create({});
+  testing::internal::CaptureStderr();
+  for (const char* variant : {"minidebuginfo_not_xz", "minidebuginfo_truncated",
+                              "minidebuginfo_not_elf", "minidebuginfo_bomb"}) {
+    ModuleInfo module =
+        Module(DataPath(absl::StrCat(variant, "/symbolizer_test_program")));
+    module.build_id_hex.clear();  // one index per file, not per build-id
+    ExpectFunctionStartOnly(symbolizer->Symbolize(
+        module, facts_.outer_return_address, AddressKind::kReturnAddress));
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(symbolizer->stats().minidebuginfo_rejected, 4u);
+  EXPECT_EQ(symbolizer->stats().minidebuginfo_read, 0u);
+  EXPECT_EQ(symbolizer->misses(), 0u);
+  std::vector<std::string> said =
+      absl::StrSplit(log, "MiniDebugInfo refused", absl::SkipEmpty());
+  EXPECT_EQ(said.size(), 2u) << log;  // before and after the one mention
+  EXPECT_THAT(log, HasSubstr("not xz data")) << log;
+  EXPECT_THAT(log,
+              HasSubstr("ringprof_symbolizer_minidebuginfo_rejected_total"));
+}
+
+TEST_F(SymbolizerTest, AnXzBombCostsTheLimitNotItsSize) {
+  // The bomb alone, to see its reason: decompression stopped at the limit.
+  auto symbolizer = Symbolizer::Create({});
+  testing::internal::CaptureStderr();
+  symbolizer->Symbolize(
+      Module(DataPath("minidebuginfo_bomb/symbolizer_test_program")),
+      facts_.leaf, AddressKind::kInstruction);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("decompresses to more than 134217728 bytes"))
+      << log;
+  EXPECT_EQ(symbolizer->stats().minidebuginfo_rejected, 1u);
 }
 
 TEST_F(SymbolizerTest, StrippedBinaryResolvesThroughSymbolsDir) {
