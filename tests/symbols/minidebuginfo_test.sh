@@ -41,8 +41,14 @@ profile hotloop_plain "${tmp}/plain/hotloop" "${rounds}"
 grep -qF "(anonymous namespace)::HotLoop(int)" "${tmp}/hotloop_fedora.names" &&
   has_name "${tmp}/hotloop_fedora.names" main ||
   fail "the Fedora-stripped hotloop's profile does not name HotLoop and main: $(cat "${tmp}/hotloop_fedora.names")"
-if grep -F '[hotloop] 0x' "${tmp}/hotloop_fedora.names"; then
-  fail "hotloop functions left unnamed with MiniDebugInfo (above)"
+# Every function is named; only the PLT (stubs, no symbol in any table)
+# shows by its start.
+plt_starts=""
+while read -r address; do
+  plt_starts+=$(printf '[hotloop] 0x%x' "$((16#${address}))")$'\n'
+done < <(readelf -SW "${hotloop}" | sed 's/^ *\[ *[0-9]*\]//' | awk '$1 ~ /^\.plt/ { print $3 }')
+if grep -F '[hotloop] 0x' "${tmp}/hotloop_fedora.names" | grep -vxF -- "${plt_starts:-none}"; then
+  fail "hotloop functions left unnamed with MiniDebugInfo (above; the PLT: ${plt_starts})"
 fi
 ! grep -q HotLoop "${tmp}/hotloop_plain.names" ||
   fail "the plainly stripped hotloop names HotLoop: the check above proves nothing"
