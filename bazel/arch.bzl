@@ -25,6 +25,14 @@ load("//bazel:sanitizers.bzl", "NOT_UNDER_SANITIZERS")
 
 AARCH64_PLATFORM = "//bazel/platforms:linux_aarch64"
 
+# How hardened arm64 code is built (Ubuntu's and Fedora's defaults, Android):
+# no frame pointers, return addresses signed with pointer authentication and
+# branch targets marked (BTI). Workloads built so are aarch64-only targets.
+HARDENED_AARCH64_COPTS = [
+    "-fomit-frame-pointer",
+    "-mbranch-protection=standard",
+]
+
 def _to_aarch64_impl(settings, attr):
     return {"//command_line_option:platforms": AARCH64_PLATFORM}
 

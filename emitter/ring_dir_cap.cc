@@ -130,7 +130,11 @@ bool WriterGone(const HeaderFields& header) {
 }  // namespace
 
 uint64_t ProcessStartTicks(uint32_t pid) {
-  char path[48] = "/proc/self/stat";
+  // "/proc//": the kernel's view even under qemu-user, which answers
+  // "/proc/self/stat" and "/proc/<its pid>/stat" itself, with a start time
+  // of its own some ticks off the kernel's (the one a collector reads), but
+  // leaves other spellings of the path alone.
+  char path[48] = "/proc//self/stat";
   if (pid != 0) {
     char digits[12];
     int n = 0;
@@ -138,7 +142,7 @@ uint64_t ProcessStartTicks(uint32_t pid) {
       digits[n++] = static_cast<char>('0' + pid % 10);
       pid /= 10;
     } while (pid != 0);
-    char* p = path + strlen("/proc/");
+    char* p = path + strlen("/proc//");
     while (n > 0) *p++ = digits[--n];
     memcpy(p, "/stat", 6);
   }

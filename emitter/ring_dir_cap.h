@@ -26,7 +26,8 @@ namespace emitter {
 int MakeRoomInRingDir(const char* dir, uint64_t cap_bytes,
                       uint64_t new_file_size);
 
-// Field 22 of /proc/<pid>/stat (of this process when pid is 0): the start
+// Field 22 of /proc/<pid>/stat (of this process when pid is 0) as the
+// kernel reports it (also under qemu-user, which rewrites its own): the start
 // time in clock ticks since boot; 0 when the process does not exist or the
 // file cannot be read.
 uint64_t ProcessStartTicks(uint32_t pid);
