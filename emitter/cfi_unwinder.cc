@@ -677,43 +677,62 @@ bool IsCallSite(uint64_t value) {
          arch::FollowsCall(value);
 }
 
-// Where the callee saves the return address in a frame record (AArch64):
-// the caller of an untabled frame is the link register's address (the
-// interrupted frame of a leaf or of a function still in its prologue: the
-// register then points into code with unwind tables, where a stale one
-// points back into the untabled function that made a call) or the one in
-// the frame record x29 points at (a function that made calls). The
-// caller's stack pointer then follows from its own rule: its CFA is fp +
-// offset when fp-based, or the address of its frame record (its x29) +
-// 8 * the slot its rule saves x29 in. Updates `frame` to the caller.
-bool StepThroughFrameRecord(Frame& frame, const StackBounds& stack) {
-  uint64_t pc = 0, fp = frame.fp, sp_floor = frame.sp;
-  const bool record_readable = stack.Holds(frame.fp, frame.sp, 16);
-  Rule rule;
-  if (frame.interrupted && frame.lr_known &&
-      IsReturnAddress(arch::StripReturnAddress(frame.lr), &rule)) {
-    pc = arch::StripReturnAddress(frame.lr);
-    // The function may have pushed its record already (still in its
-    // prologue): then the caller's x29 is the record's.
-    if (record_readable &&
-        LoadReturnAddress(frame.fp + arch::kFrameRecordRaOffset) == pc) {
-      fp = Load(frame.fp + arch::kFrameRecordFpOffset);
-      sp_floor = frame.fp + 16;
-    }
-  } else {
-    if (!record_readable) return false;
-    pc = LoadReturnAddress(frame.fp + arch::kFrameRecordRaOffset);
-    fp = Load(frame.fp + arch::kFrameRecordFpOffset);
-    sp_floor = frame.fp + 16;
-    if (fp != 0 && fp <= frame.fp) return false;  // records go up the stack
-    if (!IsReturnAddress(pc, &rule)) {
-      // Another untabled frame (libc calling libc): its record is above.
-      if (!IsCallSite(pc)) return false;
-      frame = {pc, sp_floor, fp, 0, false, false};
-      return true;
-    }
+// Whether the frame of return address `pc` (whose rule is `rule`) unwinds
+// one step further from CFA `cfa`: the return address it saved there is 0
+// (outermost) or another return address just past a call. A stale return
+// address, or a wrong CFA, rarely passes.
+bool UnwindsFurther(const Rule& rule, uint64_t cfa, uint64_t floor,
+                    const StackBounds& stack) {
+  if (rule.kind == Rule::kOutermost) return true;
+  if (rule.kind != Rule::kStep || rule.ra_slot == 0) return false;
+  const uint64_t at = cfa - 8 * uint64_t{rule.ra_slot};
+  if (cfa < floor + rule.cfa_offset || !stack.Holds(at, floor)) return false;
+  const uint64_t next = LoadReturnAddress(at);
+  Rule next_rule;
+  return next == 0 || IsReturnAddress(next, &next_rule) || IsCallSite(next);
+}
+
+// The interrupted frame of code without unwind tables, where a call leaves
+// the return address in the link register (AArch64): a PLT stub, or a leaf
+// written in assembly, has touched neither sp nor fp nor the link register,
+// which then points just past the call in its caller. A stale link register
+// (the untabled function made a call since) points back into the untabled
+// code and is not taken. Updates `frame` to the caller.
+bool StepThroughLinkRegister(Frame& frame, const StackBounds& stack) {
+  if (!arch::kReturnAddressInRegister || !frame.interrupted ||
+      !frame.lr_known) {
+    return false;
   }
-  uint64_t sp = sp_floor;
+  const uint64_t pc = arch::StripReturnAddress(frame.lr);
+  Rule rule;
+  if (!IsReturnAddress(pc, &rule)) return false;
+  const uint64_t cfa =
+      (rule.cfa_from_fp ? frame.fp : frame.sp) + rule.cfa_offset;
+  if (!UnwindsFurther(rule, cfa, frame.sp, stack)) return false;
+  frame = {pc, frame.sp, frame.fp, 0, false, false};
+  return true;
+}
+
+// musl on AArch64: its libc keeps frame records but has no unwind tables.
+// The caller of an untabled frame is the link register's address (above)
+// or the one in the frame record x29 points at (a function that made
+// calls). The caller's stack pointer then follows from its own rule: its
+// CFA is fp + offset when fp-based, or the address of its frame record (its
+// x29) + 8 * the slot its rule saves x29 in. Updates `frame` to the caller.
+bool StepThroughFrameRecord(Frame& frame, const StackBounds& stack) {
+  if (!stack.Holds(frame.fp, frame.sp, 16)) return false;
+  const uint64_t pc = LoadReturnAddress(frame.fp + arch::kFrameRecordRaOffset);
+  const uint64_t fp = Load(frame.fp + arch::kFrameRecordFpOffset);
+  const uint64_t floor = frame.fp + 16;
+  if (fp != 0 && fp <= frame.fp) return false;  // records go up the stack
+  Rule rule;
+  if (!IsReturnAddress(pc, &rule)) {
+    // Another untabled frame (libc calling libc): its record is above.
+    if (!IsCallSite(pc)) return false;
+    frame = {pc, floor, fp, 0, false, false};
+    return true;
+  }
+  uint64_t sp = floor;
   if (rule.kind == Rule::kStep) {
     uint64_t cfa;
     if (rule.cfa_from_fp) {
@@ -723,15 +742,7 @@ bool StepThroughFrameRecord(Frame& frame, const StackBounds& stack) {
     } else {
       return false;
     }
-    if (cfa < sp_floor + rule.cfa_offset || rule.ra_slot == 0 ||
-        !stack.Holds(cfa - 8 * uint64_t{rule.ra_slot}, sp_floor)) {
-      return false;
-    }
-    const uint64_t next = LoadReturnAddress(cfa - 8 * uint64_t{rule.ra_slot});
-    Rule next_rule;
-    if (next != 0 && !IsReturnAddress(next, &next_rule) && !IsCallSite(next)) {
-      return false;
-    }
+    if (!UnwindsFurther(rule, cfa, floor, stack)) return false;
     sp = cfa - rule.cfa_offset;
   }
   frame = {pc, sp, fp, 0, false, false};
@@ -789,13 +800,16 @@ int CfiWalk(const UnwindStart& start, uint64_t* frames, int max_frames,
         rule.kind == Rule::kSignalFrame ||
         (rule.kind == Rule::kUnsupported &&
          ((FramePointerFallback() && IsUntabledSigreturn(frame.pc)) ||
-          (!frame.interrupted && IsUnknownSigreturn(frame, stack))));
+          IsUnknownSigreturn(frame, stack)));
     if (signal_frame) {
       if (!StepIntoInterrupted(frame, stack)) return fail();
       crossed_signal_frame = true;
       continue;
     }
     if (rule.kind != Rule::kStep) {
+      // Interrupted in a PLT stub or an untabled leaf: its caller is in
+      // the link register.
+      if (StepThroughLinkRegister(frame, stack)) continue;
       // musl's libc has no unwind tables: find the return address its code
       // was called from, and go on from there.
       if (!FramePointerFallback()) return fail();

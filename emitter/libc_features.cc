@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "emitter/arch/arch.h"
 #include "emitter/cfi_unwinder.h"
 #include "emitter/config.h"
 #include "emitter/libc_imports.h"
@@ -238,7 +239,9 @@ uintptr_t InitialStackTop() {
   return top;
 }
 
-bool LibgccIsSignalSafe() { return HaveDlFindObject(); }
+bool LibgccIsSignalSafe() {
+  return arch::kLibgccInSignalHandlers && HaveDlFindObject();
+}
 
 bool ForgetUnloadedStartupObjects() {
   if (HaveDlFindObject()) return false;

@@ -71,7 +71,7 @@ uintptr_t InitialStackTop();
 // with _dl_find_object when built for glibc >= 2.35 (GCC >= 12), and with
 // dl_iterate_phdr (the loader's lock; a static cache it updates unlocked)
 // before: that is safe in malloc, not in a handler that may have
-// interrupted it.
+// interrupted it. Never on AArch64 (arch::kLibgccInSignalHandlers).
 bool LibgccIsSignalSafe();
 
 // glibc's version ("2.36"), or null when the C library is not glibc

@@ -126,6 +126,16 @@ inline bool CycleCounterUsable() { return true; }
 // for aarch64: 770-1030 ns; its counter read 125-180 ns).
 inline constexpr uint64_t kSystemCallClockReadNs = 300;
 
+// libgcc's unwinder is kept out of signal handlers. Its AArch64 fallback
+// for frames without unwind tables reads the instruction at the return
+// address it computed without checking that the address is mapped: under
+// qemu-user, unwinding from a CPU-timer handler crashed there (a garbage
+// return address, in ~1 of 30 runs of the timer at 1000 Hz). A CPU sample
+// the CFI walker cannot finish keeps the frames it has, flagged truncated
+// (~0.3% of samples under qemu: _dl_runtime_resolve's CFI, which saves the
+// return address above the CFA).
+inline constexpr bool kLibgccInSignalHandlers = false;
+
 // ---------------------------------------------------------------------------
 // The dynamic loader.
 

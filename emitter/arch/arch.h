@@ -32,6 +32,8 @@
 //    (sample_clock.cc): ReadCycleCounter(), CycleCounterUsable(), and
 //    kSystemCallClockReadNs, the clock_gettime cost above which a read
 //    left user space;
+//  - kLibgccInSignalHandlers: whether libgcc's unwinder may finish a stack
+//    in a signal handler (libc_features.h, LibgccIsSignalSafe);
 //  - what the dynamic loader does that the emitter repeats: ElfRelocation
 //    types of GOT slots (kJumpSlotRelocation, kGlobDatRelocation) and
 //    CallIfuncResolver().

@@ -105,6 +105,10 @@ inline bool CycleCounterUsable() {
 // call into the sandbox's kernel, microseconds.
 inline constexpr uint64_t kSystemCallClockReadNs = 1000;
 
+// libgcc's unwinder may run in a signal handler (where libc_features.h
+// says it finds objects without locks).
+inline constexpr bool kLibgccInSignalHandlers = true;
+
 // ---------------------------------------------------------------------------
 // The dynamic loader.
 

@@ -5,7 +5,8 @@
 # gVisor it runs inside the sandbox, where the ring files are written and
 # read. If runsc cannot start a sandbox, the test fails and says why.
 #
-# Usage: preload_test.sh native|gvisor
+# Usage: preload_test.sh native|gvisor|qemu
+#   qemu: the aarch64 builds under qemu-aarch64 (preload_checks.sh).
 set -uo pipefail
 # gVisor 20240729 (systrap platform) from tools/setup; RUNSC=runsc runs
 # Debian 12's 20221219 (ptrace platform) instead.
@@ -17,8 +18,8 @@ checks="${root}/tests/cpu_timer/preload_checks.sh"
 work=$(mktemp -d /tmp/ringprof-cputimer.XXXXXX)
 trap 'rm -rf "${work}"' EXIT
 
-if [[ ${mode} == native ]]; then
-  timeout --kill-after=5 240 bash "${checks}" native "${root}" "${work}"
+if [[ ${mode} == native || ${mode} == qemu ]]; then
+  timeout --kill-after=5 240 bash "${checks}" "${mode}" "${root}" "${work}"
   exit $?
 fi
 state="${work}/runsc"
