@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "collector/base/flag_environment.h"
+#include "collector/cli/version.h"
 
 ABSL_FLAG(std::string, ring_dir, "",
           "Directory of ring files. `collect`: required (the emitters' "
@@ -183,6 +184,9 @@ void ConfigureUsage() {
   absl::FlagsUsageConfig config;
   config.contains_help_flags = IsCollectorFlagFile;
   config.contains_helpshort_flags = IsCollectorFlagFile;
+  config.version_string = [] {
+    return std::string("ringprof " RINGPROF_VERSION "\n");
+  };
   absl::SetFlagsUsageConfig(config);
 }
 

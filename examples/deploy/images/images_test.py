@@ -322,6 +322,10 @@ class EnginesTest(unittest.TestCase):
         out = self.dockerd.docker("run", "--rm", "--network=none",
                                   "--read-only", tag, "--help", check=False)
         self.assertIn("ringprof collect --ring-dir=DIR", out)
+        # The binary is the version the image is tagged with.
+        out = self.dockerd.docker("run", "--rm", "--network=none",
+                                  "--read-only", tag, "--version")
+        self.assertEqual(out.strip(), "ringprof " + VERSION)
         user = self.dockerd.docker("image", "inspect", "--format",
                                    "{{.Config.User}}", tag).strip()
         self.assertEqual(user, "10001:10001")
