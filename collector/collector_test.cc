@@ -44,8 +44,7 @@ class LockedSink : public ProfileSink {
     int64_t sum = 0;
     for (const auto& w : profiles_) {
       if (KindName(w.kind) != name || w.pid != pid) continue;
-      perftools::profiles::Profile p;
-      EXPECT_TRUE(p.ParseFromString(w.pprof));
+      const perftools::profiles::Profile& p = *w.profile;
       EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
       for (const auto& s : p.sample()) sum += s.value(index);
     }

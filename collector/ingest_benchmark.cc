@@ -44,7 +44,9 @@ class TableSymbolizer : public Symbolizer {
 
 class NullSink : public ProfileSink {
  public:
-  void Submit(WindowProfile profile) override { bytes += profile.pprof.size(); }
+  void Submit(WindowProfile profile) override {
+    bytes += profile.profile->ByteSizeLong();
+  }
   absl::Status Flush(int64_t) override { return absl::OkStatus(); }
   uint64_t bytes = 0;
 };

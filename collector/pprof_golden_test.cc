@@ -263,12 +263,12 @@ TEST(PprofGoldenTest, WindowAndMergedProfilesAreByteForByteAsBefore) {
   std::string labels;
   std::map<std::string, int> seen;
   for (const WindowProfile& w : sink.windows) {
-    perftools::profiles::Profile parsed;
-    ASSERT_TRUE(parsed.ParseFromString(w.pprof));
+    const perftools::profiles::Profile& parsed =
+        *w.profile;  // as sinks write it
     EXPECT_TRUE(ValidatePprof(parsed).ok()) << ValidatePprof(parsed);
     const std::string key = absl::StrCat(w.pid, ".", KindName(w.kind));
     const std::string file = absl::StrCat(key, ".", seen[key]++, ".pb");
-    files[file] = w.pprof;
+    files[file] = parsed.SerializeAsString();
     absl::StrAppend(&labels, file, " [", w.from_unix_ns, ", ", w.until_unix_ns,
                     ") pid=", w.pid, " service=", w.service_name,
                     " session=", w.session_id);

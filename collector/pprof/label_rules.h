@@ -6,7 +6,7 @@
 // ValidateLabels, default limits in pkg/validation/limits.go): at most 30
 // label names per series including __name__ and service_name, and every
 // string label on a pprof sample but span_id/trace_id/profile_id becomes a
-// series label too (collector/shipping/sample_labels.h); names at most 1024
+// series label too (collector/pprof/sample_labels.h); names at most 1024
 // bytes, values valid UTF-8 of at most 2048 bytes; service_name non-empty;
 // no name twice. v2 stores a name as sent (its
 // -validation.disable-label-sanitization defaults to true: any UTF-8

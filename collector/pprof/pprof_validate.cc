@@ -135,22 +135,5 @@ absl::Status ValidatePprof(const perftools::profiles::Profile& p,
   return absl::OkStatus();
 }
 
-absl::StatusOr<perftools::profiles::Profile> ParseAndValidatePprof(
-    absl::string_view serialized, const PyroscopeLimits& limits,
-    int64_t now_unix_ns) {
-  if (serialized.size() > limits.max_bytes) {
-    return Invalid(
-        absl::StrCat(serialized.size(), " bytes > ", limits.max_bytes));
-  }
-  perftools::profiles::Profile p;
-  if (!p.ParseFromArray(serialized.data(),
-                        static_cast<int>(serialized.size()))) {
-    return Invalid("cannot parse");
-  }
-  absl::Status valid = ValidatePprof(p, limits, now_unix_ns);
-  if (!valid.ok()) return valid;
-  return p;
-}
-
 }  // namespace collector
 }  // namespace ringprof

@@ -1,10 +1,10 @@
 // The rules every profile the collector writes or ships must pass: Grafana
 // Pyroscope's ingestion rules (its distributor's default limits and
 // validate.go) and the structural rules go tool pprof's parser enforces.
-// PprofBuilder builds within PyroscopeLimits, the Pyroscope sink checks each
-// profile with ParseAndValidatePprof before it is queued, and the tests run
-// every profile they produce through ValidatePprof: the executable form of
-// "never produce an invalid profile".
+// PprofBuilder builds within PyroscopeLimits, the Pyroscope and OTLP sinks
+// check each profile with ValidatePprof before it is queued, and the tests
+// run every profile they produce through it: the executable form of "never
+// produce an invalid profile".
 //
 // Thread-safe (pure functions).
 #ifndef RINGPROF_COLLECTOR_PPROF_PPROF_VALIDATE_H_
@@ -53,12 +53,6 @@ absl::Status CheckPprofIds(const perftools::profiles::Profile& profile);
 absl::Status ValidatePprof(const perftools::profiles::Profile& profile,
                            const PyroscopeLimits& limits = {},
                            int64_t now_unix_ns = 0);
-
-// The same for a serialized profile: the size bound is checked before
-// parsing, and the parsed profile is returned when it passes.
-absl::StatusOr<perftools::profiles::Profile> ParseAndValidatePprof(
-    absl::string_view serialized, const PyroscopeLimits& limits,
-    int64_t now_unix_ns);
 
 }  // namespace collector
 }  // namespace ringprof

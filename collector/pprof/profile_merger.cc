@@ -28,12 +28,14 @@ absl::Status ProfileMerger::Add(const Profile& p, const std::string& series) {
   return Add(p, series, nullptr);
 }
 
-absl::Status ProfileMerger::Add(Profile&& p, const std::string& series) {
-  return Add(p, series, &p);
+absl::Status ProfileMerger::Add(std::shared_ptr<const Profile> profile,
+                                const std::string& series) {
+  const Profile& p = *profile;
+  return Add(p, series, std::move(profile));
 }
 
 absl::Status ProfileMerger::Add(const Profile& p, const std::string& series,
-                                Profile* movable) {
+                                std::shared_ptr<const Profile> shared) {
   const ProfileSpec spec = SpecOfProfile(p);
   if (builder_ == nullptr) {
     spec_ = spec;
@@ -62,13 +64,9 @@ absl::Status ProfileMerger::Add(const Profile& p, const std::string& series,
       snapshot_columns_.end()) {
     // Snapshot values: only the series' latest profile counts.
     auto it = latest_.find(series);
-    if (it == latest_.end() || p.time_nanos() >= it->second.time_nanos()) {
-      Profile& latest = latest_[series];
-      if (movable != nullptr) {
-        latest = std::move(*movable);
-      } else {
-        latest = p;
-      }
+    if (it == latest_.end() || p.time_nanos() >= it->second->time_nanos()) {
+      latest_[series] = shared != nullptr ? std::move(shared)
+                                          : std::make_shared<const Profile>(p);
     }
   }
   return absl::OkStatus();
@@ -83,7 +81,7 @@ Profile ProfileMerger::Build() const {
     PprofBuilder merged = *builder_;
     for (const auto& [series, latest] : latest_) {
       // Checked when it was added.
-      merged.AddProfile(latest, snapshot_columns_).IgnoreError();
+      merged.AddProfile(*latest, snapshot_columns_).IgnoreError();
     }
     p = merged.Build();
   }

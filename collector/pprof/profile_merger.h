@@ -29,12 +29,12 @@ class ProfileMerger {
 
   // InvalidArgument (and nothing added) when `profile`'s sample types
   // differ from the first profile's, or its ids are dangling. `series`
-  // names the time series the profile belongs to (for snapshot values).
-  absl::Status Add(const perftools::profiles::Profile& profile,
+  // names the time series the profile belongs to (for snapshot values: the
+  // merger keeps the series' latest profile, shared, not copied).
+  absl::Status Add(std::shared_ptr<const perftools::profiles::Profile> profile,
                    const std::string& series = "");
-  // The same, keeping `profile` (when it is its series' latest snapshot)
-  // without a copy.
-  absl::Status Add(perftools::profiles::Profile&& profile,
+  // The same for a profile the caller keeps (copied if kept).
+  absl::Status Add(const perftools::profiles::Profile& profile,
                    const std::string& series = "");
 
   bool empty() const { return builder_ == nullptr; }
@@ -42,17 +42,19 @@ class ProfileMerger {
   perftools::profiles::Profile Build() const;
 
  private:
-  // `movable`: `profile` itself, when it may be moved from.
+  // `shared`: `profile` itself when the caller shares it, else null.
   absl::Status Add(const perftools::profiles::Profile& profile,
                    const std::string& series,
-                   perftools::profiles::Profile* movable);
+                   std::shared_ptr<const perftools::profiles::Profile> shared);
 
   PyroscopeLimits limits_;
   std::unique_ptr<PprofBuilder> builder_;
   // Per sample type: whether it is a snapshot, and its negation.
   absl::InlinedVector<bool, 4> snapshot_columns_;
   absl::InlinedVector<bool, 4> sum_columns_;
-  std::map<std::string, perftools::profiles::Profile> latest_;  // by series
+  // By series.
+  std::map<std::string, std::shared_ptr<const perftools::profiles::Profile>>
+      latest_;
   ProfileSpec spec_;
   int64_t end_nanos_ = 0;
 };

@@ -554,7 +554,8 @@ void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
     profile.session_id = session_id_;
     profile.pid = info_.pid;
     profile.service_name = labels.front().second;
-    profile.pprof = one.pprof.SerializeAsString();
+    profile.profile = std::make_shared<const perftools::profiles::Profile>(
+        std::move(one.pprof));
     ++stats_.windows_emitted;
     sink_->Submit(std::move(profile));
   }

@@ -99,8 +99,7 @@ std::string StackOf(const Profile& p, const perftools::profiles::Sample& s) {
 
 // stack -> value[index] for one profile.
 std::map<std::string, int64_t> Values(const WindowProfile& w, int index) {
-  Profile p;
-  EXPECT_TRUE(p.ParseFromString(w.pprof));
+  const Profile& p = *w.profile;
   EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
   std::map<std::string, int64_t> out;
   for (const auto& s : p.sample()) out[StackOf(p, s)] += s.value(index);
@@ -109,8 +108,7 @@ std::map<std::string, int64_t> Values(const WindowProfile& w, int index) {
 
 // "k=v,k2=v2" of a sample's string labels (in order) -> value[index].
 std::map<std::string, int64_t> ByLabels(const WindowProfile& w, int index) {
-  Profile p;
-  EXPECT_TRUE(p.ParseFromString(w.pprof));
+  const Profile& p = *w.profile;
   EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
   std::map<std::string, int64_t> out;
   for (const auto& s : p.sample()) {
@@ -463,8 +461,7 @@ TEST_F(ProcessProfilerTest, WaitSamplesBecomeMutexAndBlockProfiles) {
   EXPECT_THAT(Values(*block[0], 0), ElementsAre(Pair("main;Cold()", 1)));
   EXPECT_THAT(Values(*block[0], 1), ElementsAre(Pair("main;Cold()", 7 * kMs)));
   EXPECT_THAT(Values(*block[1], 1), ElementsAre(Pair("main;Cold()", 3 * kMs)));
-  Profile p;
-  ASSERT_TRUE(p.ParseFromString(mutex[0]->pprof));
+  const Profile& p = *mutex[0]->profile;
   EXPECT_EQ(p.string_table(p.sample_type(0).type()), "contentions");
   EXPECT_EQ(p.string_table(p.sample_type(1).type()), "delay");
   EXPECT_EQ(p.string_table(p.sample_type(1).unit()), "nanoseconds");
@@ -508,8 +505,7 @@ TEST_F(ProcessProfilerTest, WindowsAreWallClockAlignedAndLastIsPartial) {
   EXPECT_EQ(Values(*memory[0], 1)["main;Hot();inlined_leaf"], 100);
   EXPECT_EQ(Values(*memory[1], 1)["main;Cold()"], 200);
   EXPECT_EQ(Values(*memory[2], 1)["main;Cold()"], 300);
-  Profile p;
-  ASSERT_TRUE(p.ParseFromString(memory[1]->pprof));
+  const Profile& p = *memory[1]->profile;
   EXPECT_EQ(p.time_nanos(), kEpochUnixNs + 10 * kSec);
   EXPECT_EQ(p.duration_nanos(), 10 * kSec);
 }
@@ -526,8 +522,7 @@ TEST_F(ProcessProfilerTest, FirstWindowStartsWhenTheProcessWasProfiled) {
   EXPECT_EQ(memory[0]->from_unix_ns, kEpochUnixNs + 3'500 * kMs);
   // Ends one tick after its last event (the pick at tick 4.91 s).
   EXPECT_EQ(memory[0]->until_unix_ns, kEpochUnixNs + 4'920 * kMs);
-  Profile p;
-  ASSERT_TRUE(p.ParseFromString(memory[0]->pprof));
+  const Profile& p = *memory[0]->profile;
   EXPECT_EQ(p.duration_nanos(), 1'420 * kMs);
 }
 
@@ -688,8 +683,7 @@ TEST_F(ProcessProfilerTest, UnresolvedFramesNameModuleOffsetAndKeepBuildId) {
   ASSERT_EQ(memory.size(), 1u);
   EXPECT_THAT(Values(*memory[0], 1),
               ElementsAre(Pair("main;0x6fffffff;app+0x40403f", 100)));
-  Profile p;
-  ASSERT_TRUE(p.ParseFromString(memory[0]->pprof));
+  const Profile& p = *memory[0]->profile;
   ASSERT_EQ(p.mapping_size(), 1);
   EXPECT_EQ(p.string_table(p.mapping(0).build_id()), "abcd01");
   EXPECT_EQ(p.string_table(p.mapping(0).filename()), "/bin/app");
@@ -705,8 +699,7 @@ TEST_F(ProcessProfilerTest, UnresolvedWithoutLinesLeavesFramesToTheServer) {
   Run(options);
   auto memory = Named("memory");
   ASSERT_EQ(memory.size(), 1u);
-  Profile p;
-  ASSERT_TRUE(p.ParseFromString(memory[0]->pprof));
+  const Profile& p = *memory[0]->profile;
   EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
   ASSERT_EQ(p.sample_size(), 1);
   ASSERT_EQ(p.sample(0).location_id_size(), 3);

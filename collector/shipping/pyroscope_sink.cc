@@ -12,9 +12,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "collector/base/metrics.h"
+#include "collector/pprof/request_budget.h"
+#include "collector/pprof/sample_labels.h"
 #include "collector/shipping/codec.h"
 #include "collector/shipping/histogram.h"
-#include "collector/shipping/sample_labels.h"
 
 namespace ringprof {
 namespace collector {
@@ -239,41 +240,25 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
   if (absl::Status s = ValidateSeriesLabels(labels); !s.ok()) {
     return invalid("invalid-labels", s.message());
   }
-  const size_t label_bytes = RequestCost(labels, 0);
-  if (RequestCost(labels, profile.pprof.size()) > options_.max_request_bytes) {
-    if (label_bytes >= options_.max_request_bytes) {
-      return invalid("over-budget",
-                     "its labels alone exceed the request budget");
-    }
-    const size_t before = profile.pprof.size();
-    absl::StatusOr<std::string> fitted =
-        FitProfile(profile.pprof, options_.max_request_bytes - label_bytes);
-    if (!fitted.ok()) return invalid("over-budget", fitted.status().message());
-    profile.pprof = std::move(*fitted);
-    M().trimmed.Add(1);
-    log_.Log(LogLevel::kInfo, "trimmed",
-             absl::StrCat("trimmed a ", KindName(profile.kind),
-                          " profile of pid ", profile.pid, " from ", before,
-                          " to ", profile.pprof.size(),
-                          " bytes to stay under the request budget of ",
-                          options_.max_request_bytes,
-                          " bytes (Pyroscope's ingestion burst)"));
-  }
-  absl::StatusOr<perftools::profiles::Profile> facts =
-      ParseAndValidatePprof(profile.pprof, options_.limits, UnixNowNs());
-  if (!facts.ok()) {
-    if (!absl::IsOutOfRange(facts.status())) {
-      return invalid("invalid-pprof", facts.status().message());
+  absl::StatusOr<std::shared_ptr<const perftools::profiles::Profile>> fitted =
+      FitRequestBudget(labels, std::move(profile.profile), profile);
+  if (!fitted.ok()) return invalid("over-budget", fitted.status().message());
+  std::shared_ptr<const perftools::profiles::Profile> pprof =
+      *std::move(fitted);
+  absl::Status valid = ValidatePprof(*pprof, options_.limits, UnixNowNs());
+  if (!valid.ok()) {
+    if (!absl::IsOutOfRange(valid)) {
+      return invalid("invalid-pprof", valid.message());
     }
     M().expired.Add(1);
     ++Tally(profile.from_unix_ns, profile.until_unix_ns).expired;
-    log_.Log(LogLevel::kWarning, "expired",
-             absl::StrCat("not sending a ", KindName(profile.kind),
-                          " profile of pid ", profile.pid, ": ",
-                          facts.status().message()));
+    log_.Log(
+        LogLevel::kWarning, "expired",
+        absl::StrCat("not sending a ", KindName(profile.kind),
+                     " profile of pid ", profile.pid, ": ", valid.message()));
     return false;
   }
-  FitPromotedLabels(labels, &*facts, &profile);
+  pprof = FitPromotedLabels(labels, std::move(pprof), profile);
   for (auto& [name, value] : labels) {
     types::v1::LabelPair* pair = record->add_labels();
     pair->set_name(name);
@@ -282,34 +267,65 @@ bool PyroscopeSink::Prepare(WindowProfile profile, SpoolRecord* record) {
   record->set_id(NewUuidV4());
   if (options_.encode_body) {
     absl::StatusOr<std::string> body =
-        options_.encode_body(profile, labels, *facts, record->id());
+        options_.encode_body(profile, labels, *pprof, record->id());
     if (!body.ok()) return invalid("encode", body.status().message());
     record->set_body(std::move(*body));
   } else {
-    record->set_pprof(std::move(profile.pprof));
+    record->set_pprof(pprof->SerializeAsString());
   }
   record->set_from_unix_ns(profile.from_unix_ns);
   record->set_until_unix_ns(profile.until_unix_ns);
-  record->set_time_nanos(facts->time_nanos());
+  record->set_time_nanos(pprof->time_nanos());
   return true;
 }
 
-void PyroscopeSink::FitPromotedLabels(const Labels& series,
-                                      perftools::profiles::Profile* parsed,
-                                      WindowProfile* profile) {
+absl::StatusOr<std::shared_ptr<const perftools::profiles::Profile>>
+PyroscopeSink::FitRequestBudget(
+    const Labels& series,
+    std::shared_ptr<const perftools::profiles::Profile> pprof,
+    const WindowProfile& profile) {
+  const size_t label_bytes = RequestCost(series, 0);
+  const size_t bytes = pprof->ByteSizeLong();
+  if (RequestCost(series, bytes) <= options_.max_request_bytes) return pprof;
+  if (label_bytes >= options_.max_request_bytes) {
+    return absl::ResourceExhaustedError(
+        "its labels alone exceed the request budget");
+  }
+  absl::StatusOr<perftools::profiles::Profile> fitted =
+      FitProfile(*pprof, options_.max_request_bytes - label_bytes);
+  if (!fitted.ok()) return fitted.status();
+  pprof =
+      std::make_shared<const perftools::profiles::Profile>(*std::move(fitted));
+  M().trimmed.Add(1);
+  log_.Log(
+      LogLevel::kInfo, "trimmed",
+      absl::StrCat("trimmed a ", KindName(profile.kind), " profile of pid ",
+                   profile.pid, " from ", bytes, " to ", pprof->ByteSizeLong(),
+                   " bytes to stay under the request budget of ",
+                   options_.max_request_bytes,
+                   " bytes (Pyroscope's ingestion burst)"));
+  return pprof;
+}
+
+std::shared_ptr<const perftools::profiles::Profile>
+PyroscopeSink::FitPromotedLabels(
+    const Labels& series,
+    std::shared_ptr<const perftools::profiles::Profile> pprof,
+    const WindowProfile& profile) {
+  if (SampleLabelsFit(*pprof, series, kMaxLabelsPerSeries)) return pprof;
+  auto fitted = std::make_shared<perftools::profiles::Profile>(*pprof);
   const std::vector<std::string> removed =
-      FitSampleLabels(series, kMaxLabelsPerSeries, parsed);
-  if (removed.empty()) return;
-  profile->pprof = parsed->SerializeAsString();
+      FitSampleLabels(series, kMaxLabelsPerSeries, fitted.get());
   M().labels_dropped.Add(removed.size());
   log_.Log(
       LogLevel::kWarning, "dropped-sample-labels",
       absl::StrCat("removed the sample labels ", absl::StrJoin(removed, ", "),
-                   " from a ", KindName(profile->kind), " profile of pid ",
-                   profile->pid, ": with its ", series.size(),
+                   " from a ", KindName(profile.kind), " profile of pid ",
+                   profile.pid, ": with its ", series.size(),
                    " series labels they exceed the ", kMaxLabelsPerSeries,
                    " label names Pyroscope allows (it makes every sample "
                    "label a series label)"));
+  return fitted;
 }
 
 void PyroscopeSink::ToBacklog(const SpoolRecord& record) {

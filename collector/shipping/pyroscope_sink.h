@@ -32,7 +32,8 @@
 //    at once they go out at upload_bytes_per_second after the burst,
 //    instead of being answered 429 and retried.
 //  - Before queueing, a profile whose request would exceed
-//    max_request_bytes (Pyroscope's ingestion burst, see request_budget.h)
+//    max_request_bytes (Pyroscope's ingestion burst, see
+//    collector/pprof/request_budget.h)
 //    is trimmed to fit.
 //  - The backlog is bounded in bytes; when full the oldest are dropped and
 //    counted. A disk spool left by an earlier run is replayed on start.
@@ -66,7 +67,6 @@
 #include "collector/shipping/backlog.h"
 #include "collector/shipping/http_uploader.h"
 #include "collector/shipping/labels.h"
-#include "collector/shipping/request_budget.h"
 #include "collector/shipping/upload_pacer.h"
 #include "collector/sink/sink.h"
 
@@ -154,11 +154,18 @@ class PyroscopeSink final : public ProfileSink {
   void Run();
   // Labels + validation; false when the profile is invalid or expired.
   bool Prepare(WindowProfile profile, SpoolRecord* record);
-  // Removes the sample labels that would take a series of `profile` past
-  // Pyroscope's 30 label names (sample_labels.h); `parsed` is its pprof.
-  void FitPromotedLabels(const Labels& series,
-                         perftools::profiles::Profile* parsed,
-                         WindowProfile* profile);
+  // `pprof` (the pprof of `profile`), or a copy trimmed to the request
+  // budget (collector/pprof/request_budget.h); an error when it cannot be.
+  absl::StatusOr<std::shared_ptr<const perftools::profiles::Profile>>
+  FitRequestBudget(const Labels& series,
+                   std::shared_ptr<const perftools::profiles::Profile> pprof,
+                   const WindowProfile& profile);
+  // `pprof`, or a copy without the sample labels that would take a series
+  // past Pyroscope's 30 label names (collector/pprof/sample_labels.h).
+  std::shared_ptr<const perftools::profiles::Profile> FitPromotedLabels(
+      const Labels& series,
+      std::shared_ptr<const perftools::profiles::Profile> pprof,
+      const WindowProfile& profile);
   void ToBacklog(const SpoolRecord& record);
   void MovePendingToBacklog();
   bool Expired(const SpoolRecord& record, int64_t now_unix_ns) const;

@@ -494,7 +494,9 @@ TEST(PyroscopeSinkTest, InvalidProfilesAreReportedAndNeverSent) {
   WindowProfile bad_pprof =
       MakeWindowProfile(ProfileKind::kCpu, "svc", 1, AlignedWindowStartNs(1),
                         AlignedWindowStartNs(0));
-  bad_pprof.pprof = "\x32\x01x";  // string_table = ["x"]
+  auto broken = std::make_shared<perftools::profiles::Profile>();
+  broken->add_string_table("x");  // string_table[0] must be ""
+  bad_pprof.profile = std::move(broken);
   sink->Submit(bad_pprof);
   WindowProfile bad_label =
       MakeWindowProfile(ProfileKind::kCpu, "svc", 1, AlignedWindowStartNs(1),
@@ -593,7 +595,7 @@ TEST(PyroscopeSinkTest, ProfileOverTheBurstIsTrimmedAndAccepted) {
   const int64_t from = AlignedWindowStartNs(1);
   WindowProfile p = MakeWindowProfile(ProfileKind::kMemory, "svc", 100, from,
                                       from + 10 * kSecond, big);
-  ASSERT_GT(p.pprof.size(), 256u * 1024);
+  ASSERT_GT(p.profile->ByteSizeLong(), 256u * 1024);
   sink->Submit(std::move(p));
   ASSERT_TRUE(sink->Flush(FlushDeadline(10)).ok());
   const auto accepted = Accepted(*receiver);

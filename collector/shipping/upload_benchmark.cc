@@ -4,7 +4,8 @@
 //  - collector CPU per upload (the sink's work: validation, labels, gzip,
 //    request, curl) measured as process CPU time while the sink sends
 //    windows to the local receiver, against the CPU of only encoding the
-//    same profiles (validate + gzip + PushRequest), measured in this run;
+//    same profiles (validate, serialize, gzip, PushRequest), measured in
+//    this run;
 //  - the disk spool's zstd compression ratio on the same profiles, with
 //    gzip's ratio on the same bytes for comparison.
 // Prints one JSON object.
@@ -66,7 +67,9 @@ int Main() {
   uint64_t pprof_bytes = 0;
   for (int w = kWindows; w >= 1; --w) {
     windows.push_back(Window(testing::AlignedWindowStartNs(w)));
-    for (const auto& p : windows.back()) pprof_bytes += p.pprof.size();
+    for (const auto& p : windows.back()) {
+      pprof_bytes += p.profile->ByteSizeLong();
+    }
   }
   const int uploads = kWindows * kProcesses * 2;
 
@@ -79,9 +82,9 @@ int Main() {
   const double encode_start = ProcessCpuSeconds();
   for (const auto& window : windows) {
     for (const auto& p : window) {
-      if (!ParseAndValidatePprof(p.pprof, {}, UnixNowNs()).ok()) return 2;
+      if (!ValidatePprof(*p.profile, {}, UnixNowNs()).ok()) return 2;
       SpoolRecord r;
-      r.set_pprof(p.pprof);
+      r.set_pprof(p.profile->SerializeAsString());
       r.set_id(NewUuidV4());
       encoded_bytes += (*encoder)->BuildBody(r).size();
     }
@@ -130,7 +133,7 @@ int Main() {
         l->set_name(k);
         l->set_value(v);
       }
-      r.set_pprof(p.pprof);
+      r.set_pprof(p.profile->SerializeAsString());
       r.set_id(NewUuidV4());
       r.set_from_unix_ns(p.from_unix_ns);
       r.set_until_unix_ns(p.until_unix_ns);

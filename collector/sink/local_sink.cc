@@ -91,7 +91,7 @@ void LocalSink::Submit(WindowProfile profile) {
     status = WriteProfileFile(
         absl::StrCat(dir, "/", profile.from_unix_ns / 1'000'000, "-",
                      profile.until_unix_ns / 1'000'000, ".pb.gz"),
-        profile.pprof);
+        profile.profile->SerializeAsString());
   }
   if (!status.ok()) {
     // Once: a full disk would otherwise log every window.
@@ -100,14 +100,11 @@ void LocalSink::Submit(WindowProfile profile) {
   } else {
     ++windows_written_;
   }
-  perftools::profiles::Profile parsed;
-  if (parsed.ParseFromString(profile.pprof)) {
-    // One series per process: its in-use snapshots are not summed.
-    absl::Status merged = merged_[profile.kind].Add(
-        std::move(parsed),
-        absl::StrCat(profile.service_name, "/", profile.pid));
-    if (!merged.ok()) LogWarning(merged.ToString());
-  }
+  // One series per process: its in-use snapshots are not summed.
+  absl::Status merged = merged_[profile.kind].Add(
+      std::move(profile.profile),
+      absl::StrCat(profile.service_name, "/", profile.pid));
+  if (!merged.ok()) LogWarning(merged.ToString());
 }
 
 absl::Status LocalSink::Flush(int64_t /*deadline_monotonic_ns*/) {

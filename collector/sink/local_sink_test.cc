@@ -105,7 +105,8 @@ TEST(LocalSinkTest, WritesWindowsInTheDocumentedLayoutAndASummary) {
     w.pid = 42;
     w.from_unix_ns = from;
     w.until_unix_ns = from + 10 * kSec;
-    w.pprof = MemoryProfile("Hot", 100, from).SerializeAsString();
+    w.profile = std::make_shared<const perftools::profiles::Profile>(
+        MemoryProfile("Hot", 100, from));
     (*sink)->Submit(std::move(w));
   }
   ASSERT_TRUE((*sink)->Flush(0).ok());
@@ -146,7 +147,8 @@ TEST(LocalSinkTest, InUseSummaryIsEachProcessLastSnapshot) {
       w.pid = pid;
       w.from_unix_ns = from;
       w.until_unix_ns = from + 10 * kSec;
-      w.pprof = MemoryProfile("Leaky", 10, from, inuse).SerializeAsString();
+      w.profile = std::make_shared<const perftools::profiles::Profile>(
+          MemoryProfile("Leaky", 10, from, inuse));
       inuse += 1000;
       (*sink)->Submit(std::move(w));
     }

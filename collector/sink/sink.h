@@ -1,6 +1,9 @@
 // ProfileSink: where finished window profiles go. The collector produces one
-// WindowProfile per (process, profile type, window); sinks write them locally
-// (collector/sink/local_sink) or ship them to Pyroscope (collector/shipping).
+// WindowProfile per (process, profile kind, window); sinks write them
+// locally (collector/sink/local_sink) or ship them (collector/shipping,
+// collector/otlp). The profile travels built, never serialized: each sink
+// serializes it once, where it writes it (a file, a spool record, a
+// request).
 //
 // Thread-safety: Submit may be called from the collector's processing thread
 // only; implementations must not block it for long (queue, then return).
@@ -8,12 +11,14 @@
 #define RINGPROF_COLLECTOR_SINK_SINK_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "collector/pprof/profile_kinds.h"
+#include "proto/profile.pb.h"
 
 namespace ringprof {
 namespace collector {
@@ -34,9 +39,11 @@ struct WindowProfile {
   std::string session_id;
   int64_t from_unix_ns = 0;   // window start, wall clock
   int64_t until_unix_ns = 0;  // window end (exclusive)
-  // Serialized perftools.profiles.Profile, uncompressed, already valid under
-  // Pyroscope's rules (collector/pprof/pprof_validate.h).
-  std::string pprof;
+  // The profile, already valid under Pyroscope's rules
+  // (collector/pprof/pprof_validate.h). Shared by every sink it is handed
+  // to (collector/sink/tee_sink) and never changed: a sink that must change
+  // it (trimming, sample labels) changes a copy.
+  std::shared_ptr<const perftools::profiles::Profile> profile;
   uint32_t pid = 0;
   std::string service_name;
 };

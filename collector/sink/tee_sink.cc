@@ -20,7 +20,8 @@ void TeeSink::Submit(WindowProfile profile) {
         "-",
         absl::FormatTime("%H:%M:%S", absl::FromUnixNanos(profile.until_unix_ns),
                          utc),
-        " UTC, ", profile.pprof.size(), " bytes -> ", local_dir_, "/"));
+        " UTC, ", profile.profile->ByteSizeLong(), " bytes -> ", local_dir_,
+        "/"));
   }
   for (size_t i = 0; i + 1 < sinks_.size(); ++i) sinks_[i]->Submit(profile);
   if (!sinks_.empty()) sinks_.back()->Submit(std::move(profile));

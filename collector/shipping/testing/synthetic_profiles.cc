@@ -100,7 +100,8 @@ WindowProfile MakeWindowProfile(ProfileKind kind, const std::string& service,
   w.session_id = session;
   w.from_unix_ns = from_unix_ns;
   w.until_unix_ns = until_unix_ns;
-  w.pprof = p.SerializeAsString();
+  w.profile =
+      std::make_shared<const perftools::profiles::Profile>(std::move(p));
   w.pid = pid;
   w.service_name = service;
   return w;

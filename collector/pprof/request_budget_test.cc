@@ -1,4 +1,4 @@
-#include "collector/shipping/request_budget.h"
+#include "collector/pprof/request_budget.h"
 
 #include <string>
 
@@ -11,13 +11,12 @@
 
 namespace ringprof {
 namespace collector {
-namespace shipping {
 namespace {
 
 using perftools::profiles::Profile;
 
 // A memory profile of `stacks` distinct 20-frame stacks with long names.
-std::string BigProfile(int stacks) {
+Profile BigProfile(int stacks) {
   ProfileSpec spec = SpecOf(ProfileKind::kMemory);
   spec.time_nanos = 1'700'000'000'000'000'000;
   PprofBuilder b(spec);
@@ -35,7 +34,7 @@ std::string BigProfile(int stacks) {
     }
     b.AddSample(stack, {1 + s, 100 * (1 + s)});
   }
-  return b.Build().SerializeAsString();
+  return b.Build();
 }
 
 int64_t Total(const Profile& p, int index) {
@@ -50,14 +49,12 @@ TEST(RequestBudgetTest, CostCountsLabelsAndProfile) {
 }
 
 TEST(RequestBudgetTest, FitsAProfileKeepingTotalsAndTheLargestStacks) {
-  const std::string big = BigProfile(3000);
-  ASSERT_GT(big.size(), 2u << 20);
-  absl::StatusOr<std::string> fitted = FitProfile(big, 1 << 20);
+  const Profile before = BigProfile(3000);
+  ASSERT_GT(before.ByteSizeLong(), 2u << 20);
+  absl::StatusOr<Profile> fitted = FitProfile(before, 1 << 20);
   ASSERT_TRUE(fitted.ok()) << fitted.status();
-  EXPECT_LE(fitted->size(), 1u << 20);
-  Profile before, after;
-  ASSERT_TRUE(before.ParseFromString(big));
-  ASSERT_TRUE(after.ParseFromString(*fitted));
+  EXPECT_LE(fitted->SerializeAsString().size(), 1u << 20);
+  const Profile& after = *fitted;
   EXPECT_TRUE(ValidatePprof(after).ok()) << ValidatePprof(after);
   EXPECT_LT(after.sample_size(), before.sample_size());
   EXPECT_EQ(Total(after, 0), Total(before, 0));
@@ -94,12 +91,11 @@ TEST(RequestBudgetTest, TrimmingKeepsTheLabelsAndSpanIdsOfKeptSamples) {
                          absl::StrCat(absl::Hex(s, absl::kZeroPad16))}});
     b.AddSample(stack, {int64_t{1000} * (1 + s)}, labels);
   }
-  const std::string big = b.Build().SerializeAsString();
-  ASSERT_GT(big.size(), 2u << 20);
-  absl::StatusOr<std::string> fitted = FitProfile(big, 1 << 20);
+  const Profile big = b.Build();
+  ASSERT_GT(big.ByteSizeLong(), 2u << 20);
+  absl::StatusOr<Profile> fitted = FitProfile(big, 1 << 20);
   ASSERT_TRUE(fitted.ok()) << fitted.status();
-  Profile after;
-  ASSERT_TRUE(after.ParseFromString(*fitted));
+  const Profile& after = *fitted;
   EXPECT_TRUE(ValidatePprof(after).ok()) << ValidatePprof(after);
   int labelled = 0;
   for (const auto& s : after.sample()) {
@@ -123,15 +119,22 @@ TEST(RequestBudgetTest, TrimmingKeepsTheLabelsAndSpanIdsOfKeptSamples) {
   EXPECT_LT(after.sample_size(), 3000);
 }
 
-TEST(RequestBudgetTest, SmallProfileUnchangedAndGarbageRefused) {
-  const std::string small = BigProfile(3);
-  EXPECT_EQ(*FitProfile(small, 1 << 20), small);
-  EXPECT_FALSE(FitProfile(std::string(100, '\xff'), 10).ok());
+TEST(RequestBudgetTest, SmallProfileUnchangedAndBrokenOnesRefused) {
+  const Profile small = BigProfile(3);
+  EXPECT_EQ(FitProfile(small, 1 << 20)->SerializeAsString(),
+            small.SerializeAsString());
   EXPECT_EQ(FitProfile(small, 8).status().code(),
             absl::StatusCode::kResourceExhausted);
+  Profile untyped = small;
+  untyped.clear_sample_type();
+  EXPECT_EQ(FitProfile(untyped, 8).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Profile dangling = small;
+  dangling.mutable_sample(0)->add_location_id(9999);
+  EXPECT_EQ(FitProfile(dangling, 8).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
-}  // namespace shipping
 }  // namespace collector
 }  // namespace ringprof

@@ -1,11 +1,10 @@
-#include "collector/shipping/sample_labels.h"
+#include "collector/pprof/sample_labels.h"
 
 #include <algorithm>
 #include <set>
 
 namespace ringprof {
 namespace collector {
-namespace shipping {
 
 bool StaysOnSamples(absl::string_view name) {
   return name == kSpanIdLabel || name == "trace_id" || name == "profile_id";
@@ -27,6 +26,12 @@ std::vector<std::string> PromotedSampleLabelNames(
     if (!StaysOnSamples(name) && !HasLabel(series, name)) names.insert(name);
   }
   return {names.begin(), names.end()};
+}
+
+bool SampleLabelsFit(const perftools::profiles::Profile& profile,
+                     const Labels& series, size_t max_names) {
+  return series.size() + PromotedSampleLabelNames(profile, series).size() <=
+         max_names;
 }
 
 std::vector<std::string> FitSampleLabels(
@@ -51,6 +56,5 @@ std::vector<std::string> FitSampleLabels(
   return removed;
 }
 
-}  // namespace shipping
 }  // namespace collector
 }  // namespace ringprof

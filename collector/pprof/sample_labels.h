@@ -15,8 +15,8 @@
 // server's normalisation). The caller counts and logs what was removed.
 //
 // Thread-safety: pure functions.
-#ifndef RINGPROF_COLLECTOR_SHIPPING_SAMPLE_LABELS_H_
-#define RINGPROF_COLLECTOR_SHIPPING_SAMPLE_LABELS_H_
+#ifndef RINGPROF_COLLECTOR_PPROF_SAMPLE_LABELS_H_
+#define RINGPROF_COLLECTOR_PPROF_SAMPLE_LABELS_H_
 
 #include <string>
 #include <vector>
@@ -26,7 +26,6 @@
 
 namespace ringprof {
 namespace collector {
-namespace shipping {
 
 // Sample label names Pyroscope v2 keeps on samples (never series labels).
 bool StaysOnSamples(absl::string_view name);
@@ -37,14 +36,17 @@ bool StaysOnSamples(absl::string_view name);
 std::vector<std::string> PromotedSampleLabelNames(
     const perftools::profiles::Profile& profile, const Labels& series);
 
+// True when FitSampleLabels would leave `profile` unchanged.
+bool SampleLabelsFit(const perftools::profiles::Profile& profile,
+                     const Labels& series, size_t max_names);
+
 // Removes from every sample of `profile` the promoted label names beyond
 // `max_names` - series.size() (see the rule above); returns the removed
 // names (empty: `profile` unchanged).
 std::vector<std::string> FitSampleLabels(const Labels& series, size_t max_names,
                                          perftools::profiles::Profile* profile);
 
-}  // namespace shipping
 }  // namespace collector
 }  // namespace ringprof
 
-#endif  // RINGPROF_COLLECTOR_SHIPPING_SAMPLE_LABELS_H_
+#endif  // RINGPROF_COLLECTOR_PPROF_SAMPLE_LABELS_H_

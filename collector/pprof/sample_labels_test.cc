@@ -1,4 +1,4 @@
-#include "collector/shipping/sample_labels.h"
+#include "collector/pprof/sample_labels.h"
 
 #include <string>
 
@@ -7,7 +7,6 @@
 
 namespace ringprof {
 namespace collector {
-namespace shipping {
 namespace {
 
 using ::testing::ElementsAre;
@@ -89,6 +88,5 @@ TEST(SampleLabelsTest, AFullSeriesKeepsNoPromotedName) {
 }
 
 }  // namespace
-}  // namespace shipping
 }  // namespace collector
 }  // namespace ringprof
