@@ -139,13 +139,7 @@ void Collector::Handle(DrainedBatch& batch) {
   if (it == processes_.end()) return;
   ProcessProfiler& process = *it->second;
   if (batch.kind == DrainedBatch::Kind::kRecords) {
-    views_.clear();
-    for (const DrainedBatch::Record& record : batch.records) {
-      views_.push_back(batch.view(record));
-    }
-    process.OnRecords(views_);
-    if (!batch.positions.empty()) process.SetReadPositions(batch.positions);
-    if (batch.watermark_ns != 0) process.Advance(batch.watermark_ns);
+    process.OnBatch(batch);
     SaveCheckpoint(batch.process, /*force=*/false);
     return;
   }
@@ -166,15 +160,7 @@ void Collector::Handle(DrainedBatch& batch) {
   {
     std::lock_guard<std::mutex> lock(summary_mu_);
     ++summary_.processes;
-    ProcessStats& t = summary_.totals;
-    t.alloc_samples += s.alloc_samples;
-    t.cpu_samples += s.cpu_samples;
-    t.timing_only_samples += s.timing_only_samples;
-    t.ticks_picked += s.ticks_picked;
-    t.late_samples += s.late_samples;
-    t.emitter_lost += s.emitter_lost;
-    t.malformed_records += s.malformed_records;
-    t.windows_emitted += s.windows_emitted;
+    summary_.totals += s;
   }
   processes_.erase(it);
 }

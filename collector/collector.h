@@ -104,10 +104,9 @@ class Collector {
   // Processing thread only.
   MemoryBudget budget_;
   std::map<uint32_t, std::unique_ptr<ProcessProfiler>> processes_;
-  std::map<uint32_t, std::string> paths_;    // ring file of each process
-  std::vector<ringfile::RecordView> views_;  // of the batch being handled
-  mutable std::mutex summary_mu_;            // std: see BatchQueue on TSan
-  CollectorSummary summary_;                 // guarded by summary_mu_
+  std::map<uint32_t, std::string> paths_;  // ring file of each process
+  mutable std::mutex summary_mu_;          // std: see BatchQueue on TSan
+  CollectorSummary summary_;               // guarded by summary_mu_
 };
 
 }  // namespace collector

@@ -272,6 +272,8 @@ TEST(PprofGoldenTest, WindowAndMergedProfilesAreByteForByteAsBefore) {
     absl::StrAppend(&labels, file, " [", w.from_unix_ns, ", ", w.until_unix_ns,
                     ") pid=", w.pid, " service=", w.service_name,
                     " session=", w.session_id);
+    // The series labels: the service's, then the collector's.
+    absl::StrAppend(&labels, " service_name=", w.service_name);
     for (const auto& [k, v] : w.labels)
       absl::StrAppend(&labels, " ", k, "=", v);
     for (const auto& [k, v] : w.workload_labels) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "collector/base/labels.h"
 #include "collector/base/module_info.h"
 
 namespace ringprof {
@@ -31,7 +32,7 @@ struct Checkpoint {
   int64_t emitted_until_unix_ns = INT64_MIN;
   // What records that may be overwritten by now told the profiler.
   std::vector<ModuleInfo> modules;
-  std::vector<std::pair<std::string, std::string>> labels;
+  Labels labels;
   bool cpu_timer = false;
   uint64_t cpu_period_ns = 0;
 };

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "collector/pprof/label_rules.h"
 
 namespace ringprof {
 namespace collector {
@@ -19,8 +20,6 @@ using ::opentelemetry::proto::common::v1::AnyValue;
 using ::perftools::profiles::Profile;
 
 constexpr char kBuildIdAttribute[] = "process.executable.build_id.gnu";
-constexpr char kSpanIdLabel[] = "span_id";
-constexpr char kTraceIdLabel[] = "trace_id";
 constexpr char kServiceNameAttribute[] = "service.name";
 
 // Hex of exactly `bytes` bytes, decoded; empty when it is not.

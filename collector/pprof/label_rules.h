@@ -39,11 +39,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "collector/base/labels.h"
 
 namespace ringprof {
 namespace collector {
-
-using Labels = std::vector<std::pair<std::string, std::string>>;
 
 inline constexpr int kMaxLabelsPerSeries = 30;
 inline constexpr size_t kMaxLabelNameBytes = 1024;
@@ -51,6 +50,9 @@ inline constexpr size_t kMaxLabelValueBytes = 2048;
 
 // The sample label carrying a sample's span id (16 lower-case hex digits).
 inline constexpr char kSpanIdLabel[] = "span_id";
+// The sample label of a trace id (32 hex digits) as Pyroscope reads it;
+// the collector writes none, an OTLP link may carry one.
+inline constexpr char kTraceIdLabel[] = "trace_id";
 // The series label saying where a CPU profile's time comes from ("timer" or
 // "alloc_ticks").
 inline constexpr char kCpuSourceLabel[] = "ringprof_cpu_source";

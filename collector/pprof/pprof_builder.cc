@@ -59,11 +59,11 @@ void ImportMappings(const perftools::profiles::Profile& p,
                     PprofBuilder& builder, ImportedIds& ids) {
   for (const auto& m : p.mapping()) {
     MappingSpec spec;
-    spec.memory_start = m.memory_start();
-    spec.memory_limit = m.memory_limit();
-    spec.file_offset = m.file_offset();
-    spec.filename = StringAt(p, m.filename());
-    spec.build_id = StringAt(p, m.build_id());
+    spec.module.start = m.memory_start();
+    spec.module.size = m.memory_limit() - m.memory_start();
+    spec.module.file_offset = m.file_offset();
+    spec.module.path = StringAt(p, m.filename());
+    spec.module.build_id_hex = StringAt(p, m.build_id());
     spec.has_functions = m.has_functions();
     spec.has_filenames = m.has_filenames();
     spec.has_line_numbers = m.has_line_numbers();
@@ -123,9 +123,10 @@ PprofBuilder::PprofBuilder(ProfileSpec spec, PyroscopeLimits limits)
 }
 
 PprofBuilder::MappingId PprofBuilder::InternMapping(const MappingSpec& m) {
+  const ModuleInfo& module = m.module;
   std::string key =
-      absl::StrCat(m.memory_start, kSep, m.memory_limit, kSep, m.file_offset,
-                   kSep, m.filename, kSep, m.build_id);
+      absl::StrCat(module.start, kSep, module.size, kSep, module.file_offset,
+                   kSep, module.path, kSep, module.build_id_hex);
   auto [it, inserted] = mapping_index_.try_emplace(key, mappings_.size() + 1);
   if (inserted) {
     mappings_.push_back({m});
@@ -321,11 +322,11 @@ perftools::profiles::Profile PprofBuilder::Emit(size_t keep) const {
     const MappingSpec& m = mappings_[id - 1].spec;
     auto* out = profile.add_mapping();
     out->set_id(profile.mapping_size());
-    out->set_memory_start(m.memory_start);
-    out->set_memory_limit(m.memory_limit);
-    out->set_file_offset(m.file_offset);
-    out->set_filename(strings.Intern(m.filename));
-    out->set_build_id(strings.Intern(m.build_id));
+    out->set_memory_start(m.module.start);
+    out->set_memory_limit(m.module.start + m.module.size);
+    out->set_file_offset(m.module.file_offset);
+    out->set_filename(strings.Intern(m.module.path));
+    out->set_build_id(strings.Intern(m.module.build_id_hex));
     out->set_has_functions(m.has_functions);
     out->set_has_filenames(m.has_filenames);
     out->set_has_line_numbers(m.has_line_numbers);

@@ -34,6 +34,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "collector/base/labels.h"
+#include "collector/base/module_info.h"
 #include "collector/pprof/pprof_validate.h"
 #include "proto/profile.pb.h"
 
@@ -60,12 +62,11 @@ struct ProfileSpec {
 // sample type (the last one when it names none).
 ProfileSpec SpecOfProfile(const perftools::profiles::Profile& profile);
 
+// A pprof mapping: the module (its range [start, start + size), file
+// offset, path and build id; load_bias and pid are not written) and what
+// its locations resolved.
 struct MappingSpec {
-  uint64_t memory_start = 0;
-  uint64_t memory_limit = 0;
-  uint64_t file_offset = 0;
-  std::string filename;
-  std::string build_id;  // lower-case hex
+  ModuleInfo module;
   bool has_functions = false;
   bool has_filenames = false;
   bool has_line_numbers = false;
@@ -83,7 +84,6 @@ class PprofBuilder {
   using MappingId = uint32_t;   // 0 = no mapping
   using LocationId = uint32_t;  // builder-internal, >= 1
   using LabelSetId = uint32_t;  // 0 = no labels
-  using Labels = std::vector<std::pair<std::string, std::string>>;
 
   explicit PprofBuilder(ProfileSpec spec, PyroscopeLimits limits = {});
 

@@ -49,10 +49,10 @@ TEST(PprofBuilderTest, ProducesValidCpuProfileWithMappingsAndInlines) {
   spec.duration_nanos = 10'000'000'000;
   PprofBuilder b(spec);
   MappingSpec m;
-  m.memory_start = 0x400000;
-  m.memory_limit = 0x500000;
-  m.filename = "/bin/app";
-  m.build_id = "abcdef0123";
+  m.module.start = 0x400000;
+  m.module.size = 0x100000;
+  m.module.path = "/bin/app";
+  m.module.build_id_hex = "abcdef0123";
   m.has_functions = true;
   const auto mapping = b.InternMapping(m);
   // One location with an inlined callee: two Line entries, innermost first.
@@ -217,8 +217,8 @@ TEST(PprofBuilderTest, WorkloadBytesBecomeValidUtf8ThatSurvivesParsing) {
   limits.max_string_bytes = 64;
   PprofBuilder b(SpecOf(ProfileKind::kCpu, 10'000'000), limits);
   MappingSpec m;
-  m.filename = "/srv/bin_caf\xe9/app";
-  m.build_id = "\xff\xfe";
+  m.module.path = "/srv/bin_caf\xe9/app";
+  m.module.build_id_hex = "\xff\xfe";
   const auto mapping = b.InternMapping(m);
   LineSpec bad{"ns::f\xc0\xafoo", "/src/\xe9.cc", 1};
   const auto loc =
@@ -245,10 +245,10 @@ TEST(PprofBuilderTest, WorkloadBytesBecomeValidUtf8ThatSurvivesParsing) {
 TEST(PprofBuilderTest, GoToolPprofReadsIt) {
   PprofBuilder b(SpecOf(ProfileKind::kMemory));
   MappingSpec m;
-  m.memory_start = 0x7f0000000000;
-  m.memory_limit = 0x7f0000100000;
-  m.filename = "/usr/lib/libfoo.so";
-  m.build_id = "0011223344556677";
+  m.module.start = 0x7f0000000000;
+  m.module.size = 0x100000;
+  m.module.path = "/usr/lib/libfoo.so";
+  m.module.build_id_hex = "0011223344556677";
   const auto mapping = b.InternMapping(m);
   const auto hot = Fn(b, mapping, 0x7f0000001000, "hot_function");
   const auto unresolved = Fn(b, mapping, 0x7f0000002000, "libfoo.so+0x2000");

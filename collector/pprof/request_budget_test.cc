@@ -21,7 +21,7 @@ Profile BigProfile(int stacks) {
   spec.time_nanos = 1'700'000'000'000'000'000;
   PprofBuilder b(spec);
   MappingSpec m;
-  m.filename = "/bin/app";
+  m.module.path = "/bin/app";
   const auto mapping = b.InternMapping(m);
   for (int s = 0; s < stacks; ++s) {
     std::vector<PprofBuilder::LocationId> stack;

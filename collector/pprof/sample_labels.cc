@@ -7,7 +7,7 @@ namespace ringprof {
 namespace collector {
 
 bool StaysOnSamples(absl::string_view name) {
-  return name == kSpanIdLabel || name == "trace_id" || name == "profile_id";
+  return name == kSpanIdLabel || name == kTraceIdLabel || name == "profile_id";
 }
 
 std::vector<std::string> PromotedSampleLabelNames(

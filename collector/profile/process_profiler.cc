@@ -5,11 +5,9 @@
 
 #include "absl/strings/str_format.h"
 #include "collector/base/clock.h"
-#include "collector/base/file.h"
 #include "collector/base/hex.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
-#include "collector/profile/environment_facts.h"
 
 namespace ringprof {
 namespace collector {
@@ -19,11 +17,6 @@ using ringfile::RecordType;
 
 // Estimated memory of one stack's aggregate in one window map.
 constexpr uint64_t kAggregateBytes = 48;
-
-int64_t FloorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
 
 // A sample of an s-byte allocation standing for w bytes stands for about
 // w / s allocations (at least one; one when s is unknown; none for w = 0).
@@ -59,23 +52,6 @@ FileMetrics& metrics() {
   return *m;
 }
 
-// Pyroscope's __session_id__ (pyroscope-go session_id.go: 8 bytes,
-// little-endian hex) for one process: a hash of what identifies it, so it
-// stays the same when the collector restarts.
-std::string SessionId(const ringfile::FileInfo& info) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
-  for (uint64_t v : {uint64_t{info.pid}, info.process_start_ticks,
-                     info.created_realtime_ns}) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  }
-  uint8_t bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(h >> (8 * i));
-  return HexEncode(bytes, sizeof(bytes));
-}
-
 WindowEncoderOptions EncoderOptions(const ringfile::FileInfo& info,
                                     const ProcessProfilerOptions& options) {
   WindowEncoderOptions out;
@@ -103,7 +79,8 @@ ProcessProfiler::ProcessProfiler(const ringfile::FileInfo& info,
       labeler_(info.pid, options.max_tag_values, options.extra_labels,
                &memory_),
       encoder_(EncoderOptions(info, options), &stacks_, &labeler_, symbolizer),
-      session_id_(SessionId(info)) {
+      windows_(options.window_ns, static_cast<int64_t>(options.tick_ns)),
+      facts_(info) {
   // The symbolizer keeps the process's root open while we may symbolize, so
   // its modules stay readable after it exits.
   if (symbolizer_ != nullptr) symbolizer_->AttachProcess(info_.pid);
@@ -118,22 +95,43 @@ const ProcessStats& ProcessProfiler::stats() const {
   stats_.tag_labels_dropped = labeler_.stats().labels_dropped;
   stats_.tag_values_folded = labeler_.stats().values_folded;
   stats_.unknown_tag_sets = labeler_.stats().unknown_sets;
+  stats_.replay_skipped = delivery_.replay_skipped();
   return stats_;
+}
+
+ProcessStats& ProcessStats::operator+=(const ProcessStats& o) {
+  alloc_samples += o.alloc_samples;
+  cpu_samples += o.cpu_samples;
+  wait_samples += o.wait_samples;
+  timing_only_samples += o.timing_only_samples;
+  ticks_picked += o.ticks_picked;
+  late_samples += o.late_samples;
+  emitter_lost += o.emitter_lost;
+  malformed_records += o.malformed_records;
+  windows_emitted += o.windows_emitted;
+  out_of_range += o.out_of_range;
+  budget_folded += o.budget_folded;
+  replay_skipped += o.replay_skipped;
+  tag_labels_dropped += o.tag_labels_dropped;
+  tag_values_folded += o.tag_values_folded;
+  unknown_tag_sets += o.unknown_tag_sets;
+  return *this;
 }
 
 void ProcessProfiler::OnRecord(const ringfile::RecordView& record) {
   ringfile::DispatchRecord(record, *this).IgnoreError();  // OnMalformed
 }
 
-void ProcessProfiler::OnRecords(
-    absl::Span<const ringfile::RecordView> records) {
+void ProcessProfiler::OnBatch(const DrainedBatch& batch) {
   // Module maps first: samples in the same batch may use them.
-  for (const ringfile::RecordView& record : records) {
-    if (record.type == RecordType::kModuleMap) OnRecord(record);
+  for (const DrainedBatch::Record& record : batch.records) {
+    if (record.type == RecordType::kModuleMap) OnRecord(batch.view(record));
   }
-  for (const ringfile::RecordView& record : records) {
-    if (record.type != RecordType::kModuleMap) OnRecord(record);
+  for (const DrainedBatch::Record& record : batch.records) {
+    if (record.type != RecordType::kModuleMap) OnRecord(batch.view(record));
   }
+  if (!batch.positions.empty()) SetReadPositions(batch.positions);
+  if (batch.watermark_ns != 0) Advance(batch.watermark_ns);
 }
 
 void ProcessProfiler::CountMalformed() {
@@ -159,7 +157,7 @@ void ProcessProfiler::OnAllocSample(const ringfile::RecordView& record,
                                    ringfile::kSampleTimingOnly)) == 0;
   // A record a predecessor already counted is not counted again, but the
   // in-use heap (idempotent per address) still takes it.
-  const bool replayed = Replayed(unix_ns, record);
+  const bool replayed = !Fresh(unix_ns, record);
   if (replayed && !in_use) return;
   const uint32_t stack =
       stacks_.Intern(sample.frames, /*exact_leaf=*/false,
@@ -171,9 +169,8 @@ void ProcessProfiler::OnAllocSample(const ringfile::RecordView& record,
   if (replayed) return;
   // The tick picked from this sample carries its labels (the stack).
   picker_.Add(head.tid, head.monotonic_ns, stack);
-  Window& window = WindowAt(unix_ns);
   // Its tick may be picked later: it counts for checkpoints either way.
-  Contributes(window, record);
+  WindowSet::Window& window = WindowOf(unix_ns, record);
   if (head.flags & ringfile::kSampleTimingOnly) {
     ++stats_.timing_only_samples;  // for ticks only, never for memory
     return;
@@ -188,7 +185,7 @@ void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
                                   const ringfile::CpuSampleView& sample) {
   metrics().samples_read.Add(1);
   const int64_t unix_ns = info_.ToRealtimeNs(sample.head.monotonic_ns);
-  if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
+  if (!InRange(unix_ns) || !Fresh(unix_ns, record)) return;
   ++stats_.cpu_samples;
   cpu_.timer = true;
   cpu_.period_ns = sample.head.cpu_period_ns;
@@ -204,8 +201,7 @@ void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
                 sample.frames, exact_leaf,
                 (sample.head.flags & ringfile::kSampleTruncated) != 0,
                 labeler_.LabelsFor(sample.head.tag_set, sample.head.span_id));
-  Window& window = WindowAt(unix_ns);
-  Contributes(window, record);
+  WindowSet::Window& window = WindowOf(unix_ns, record);
   Slot(window.aggregates.timer_cpu_ns, stack) +=
       static_cast<int64_t>(sample.head.cpu_period_ns);
 }
@@ -214,14 +210,13 @@ void ProcessProfiler::OnWaitSample(const ringfile::RecordView& record,
                                    const ringfile::WaitSampleView& sample) {
   metrics().samples_read.Add(1);
   const int64_t unix_ns = info_.ToRealtimeNs(sample.head.monotonic_ns);
-  if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
+  if (!InRange(unix_ns) || !Fresh(unix_ns, record)) return;
   ++stats_.wait_samples;
   const uint32_t stack = stacks_.Intern(
       sample.frames, /*exact_leaf=*/false,
       (sample.head.flags & ringfile::kSampleTruncated) != 0,
       labeler_.LabelsFor(sample.head.tag_set, sample.head.span_id));
-  Window& window = WindowAt(unix_ns);
-  Contributes(window, record);
+  WindowSet::Window& window = WindowOf(unix_ns, record);
   const bool lock =
       sample.head.kind == static_cast<uint16_t>(ringfile::WaitKind::kLock);
   WaitTotals& totals =
@@ -257,26 +252,16 @@ void ProcessProfiler::OnTagSet(const ringfile::RecordView& /*record*/,
 
 void ProcessProfiler::OnLabel(const ringfile::RecordView& /*record*/,
                               const ringfile::LabelView& label) {
-  std::string key(label.key), value(label.value);
-  for (auto& kv : process_labels_) {
-    if (kv.first == key) {
-      kv.second = std::move(value);
-      return;
-    }
-  }
-  if (process_labels_.size() < kMaxProcessLabels) {
-    process_labels_.emplace_back(std::move(key), std::move(value));
-  }
+  facts_.OnLabel(label.key, label.value);
 }
 
 void ProcessProfiler::OnLostSamples(const ringfile::RecordView& record,
                                     const ringfile::LostSamples& lost) {
   const int64_t unix_ns = info_.ToRealtimeNs(lost.monotonic_ns);
-  if (!InRange(unix_ns) || Replayed(unix_ns, record)) return;
+  if (!InRange(unix_ns) || !Fresh(unix_ns, record)) return;
   stats_.emitter_lost += lost.samples;
   metrics().emitter_lost.Add(lost.samples);
-  Window& window = WindowAt(unix_ns);
-  Contributes(window, record);
+  WindowSet::Window& window = WindowOf(unix_ns, record);
   auto& [objects, bytes] = window.aggregates.alloc[StackTable::kLostStack];
   objects += static_cast<int64_t>(lost.samples);
   bytes += static_cast<int64_t>(lost.weight_bytes);
@@ -285,18 +270,12 @@ void ProcessProfiler::OnLostSamples(const ringfile::RecordView& record,
 void ProcessProfiler::OnEnvironmentFact(
     const ringfile::RecordView& /*record*/,
     const ringfile::EnvironmentFactView& fact) {
-  if (facts_seen_.size() >= kMaxProcessFacts) return;
-  if (!facts_seen_.emplace(fact.head.kind, std::string(fact.detail)).second) {
-    return;
-  }
-  ReportEnvironmentFact(SeriesLabels().front().second, info_.pid,
-                        fact.head.kind, fact.detail);
+  facts_.OnEnvironmentFact(fact.head.kind, fact.detail);
 }
 
 void ProcessProfiler::OnProcessEnd(const ringfile::RecordView& /*record*/,
                                    const ringfile::ProcessEnd& end) {
-  ended_ = true;
-  exit_status_ = end.exit_status;
+  facts_.OnEnd(end.exit_status);
 }
 
 void ProcessProfiler::OnFreeSampled(const ringfile::RecordView& /*record*/,
@@ -320,7 +299,7 @@ void ProcessProfiler::OnLiveSample(const ringfile::RecordView& /*record*/,
   inuse_.OnLive(head.monotonic_ns, head.sweep_id, head.alloc_ns, head.address,
                 stack, weight, ObjectsOf(weight, head.requested_size));
   // A window for this time, so that an idle process's snapshot is emitted.
-  WindowAt(info_.ToRealtimeNs(head.monotonic_ns));
+  windows_.At(info_.ToRealtimeNs(head.monotonic_ns));
 }
 
 void ProcessProfiler::OnLiveSweepEnd(const ringfile::RecordView& /*record*/,
@@ -358,23 +337,23 @@ typename Map::mapped_type& ProcessProfiler::Slot(Map& map, uint32_t stack) {
   return map[stack];
 }
 
-ProcessProfiler::Window& ProcessProfiler::WindowAt(int64_t unix_ns) {
-  int64_t index = FloorDiv(unix_ns, options_.window_ns);
-  // Data older than an emitted window goes to the oldest open one, so
-  // totals stay right even when a record arrives very late.
-  index = std::max(index, first_open_window_);
-  Window& window = windows_[index];
-  window.first_event_unix_ns = std::min(window.first_event_unix_ns, unix_ns);
-  window.last_event_unix_ns = std::max(window.last_event_unix_ns, unix_ns);
+WindowSet::Window& ProcessProfiler::WindowOf(
+    int64_t unix_ns, const ringfile::RecordView& record) {
+  WindowSet::Window& window = windows_.At(unix_ns);
+  WindowSet::Contributes(window, record.ring, record.index);
   return window;
+}
+
+bool ProcessProfiler::Fresh(int64_t unix_ns,
+                            const ringfile::RecordView& record) {
+  return !delivery_.Replayed(unix_ns, record.ring, record.index);
 }
 
 void ProcessProfiler::OnPick(uint64_t tick_ns, uint32_t stack) {
   const int64_t unix_ns = info_.ToRealtimeNs(tick_ns);
-  if (unix_ns < resumed_until_unix_ns_) return;  // a predecessor's tick
+  if (delivery_.Delivered(unix_ns)) return;  // a predecessor's tick
   ++stats_.ticks_picked;
-  Window& window = WindowAt(unix_ns);
-  Slot(window.aggregates.tick_cpu_ns,
+  Slot(windows_.At(unix_ns).aggregates.tick_cpu_ns,
        stack == TickPicker::kNoSample ? StackTable::kNoSampleStack : stack) +=
       static_cast<int64_t>(options_.tick_ns);
 }
@@ -388,7 +367,7 @@ void ProcessProfiler::Advance(uint64_t watermark_monotonic_ns) {
   if (late > 0) metrics().late_samples.Add(late);
   stats_.late_samples = picker_.late_samples();
   if (watermark_monotonic_ns < options_.max_distance_ns) return;
-  EmitWindowsBefore(
+  CloseWindowsBefore(
       info_.ToRealtimeNs(watermark_monotonic_ns - options_.max_distance_ns));
 }
 
@@ -396,166 +375,67 @@ void ProcessProfiler::Finish() {
   picker_.Finish([this](uint64_t t, uint32_t /*tid*/, uint32_t stack) {
     OnPick(t, stack);
   });
-  EmitWindowsBefore(INT64_MAX);
+  CloseWindowsBefore(INT64_MAX);
 }
 
-void ProcessProfiler::EmitWindowsBefore(int64_t unix_ns) {
-  const bool final_flush = unix_ns == INT64_MAX;
+void ProcessProfiler::CloseWindowsBefore(int64_t unix_ns) {
   // In-use is a snapshot per window: while anything is in use, a window
   // without records (an idle stretch) still gets one.
-  if (!inuse_.empty()) FillIdleWindows(unix_ns);
-  while (!windows_.empty()) {
-    auto it = windows_.begin();
-    const int64_t from = it->first * options_.window_ns;
-    const bool complete = from + options_.window_ns <= unix_ns;
-    if (!complete && !final_flush) break;
-    const bool last = final_flush && std::next(it) == windows_.end();
-    EmitWindow(it->first, it->second, last);
-    emitted_until_unix_ns_ = std::max(emitted_until_unix_ns_,
-                                      WindowUntil(it->first, it->second, last));
-    first_open_window_ = it->first + 1;
-    windows_.erase(it);
-  }
-}
-
-void ProcessProfiler::Contributes(Window& window,
-                                  const ringfile::RecordView& record) {
-  if (window.min_index.size() <= record.ring) {
-    window.min_index.resize(record.ring + 1, UINT64_MAX);
-  }
-  window.min_index[record.ring] =
-      std::min(window.min_index[record.ring], record.index);
-}
-
-bool ProcessProfiler::Replayed(int64_t unix_ns,
-                               const ringfile::RecordView& record) {
-  if (unix_ns >= resumed_until_unix_ns_) return false;
-  if (record.ring >= resumed_consumed_.size() ||
-      record.index >= resumed_consumed_[record.ring]) {
-    return false;  // the predecessor never read it: late, not delivered
-  }
-  ++stats_.replay_skipped;
-  return true;
+  windows_.CloseBefore(unix_ns, /*idle=*/!inuse_.empty(),
+                       [this](const WindowSet::Closed& closed) {
+                         Emit(closed);
+                         delivery_.Emitted(closed.until_unix_ns);
+                       });
 }
 
 void ProcessProfiler::Resume(const Checkpoint& checkpoint) {
   for (const ModuleInfo& saved : checkpoint.modules) {
     if (!stacks_.RestoreModule(saved)) break;
   }
-  for (const auto& kv : checkpoint.labels) {
-    if (process_labels_.size() >= kMaxProcessLabels) break;
-    process_labels_.push_back(kv);
-  }
+  facts_.RestoreLabels(checkpoint.labels);
   cpu_.timer = checkpoint.cpu_timer;
   cpu_.period_ns = checkpoint.cpu_period_ns;
-  read_positions_ = checkpoint.consumed;
-  resumed_consumed_ = checkpoint.consumed;
-  resumed_until_unix_ns_ = checkpoint.emitted_until_unix_ns;
-  emitted_until_unix_ns_ = checkpoint.emitted_until_unix_ns;
-  checkpointed_until_unix_ns_ = checkpoint.emitted_until_unix_ns;
-  if (resumed_until_unix_ns_ != INT64_MIN) {
-    first_open_window_ = FloorDiv(resumed_until_unix_ns_, options_.window_ns);
-  }
+  delivery_.Resume(checkpoint);
+  windows_.ResumeAt(checkpoint.emitted_until_unix_ns);
 }
 
 void ProcessProfiler::SetReadPositions(absl::Span<const uint64_t> positions) {
-  read_positions_.assign(positions.begin(), positions.end());
+  delivery_.SetReadPositions(positions);
 }
 
 std::optional<Checkpoint> ProcessProfiler::TakeCheckpoint(bool force) {
-  if (!force && emitted_until_unix_ns_ == checkpointed_until_unix_ns_) {
-    return std::nullopt;
-  }
-  checkpointed_until_unix_ns_ = emitted_until_unix_ns_;
-  Checkpoint checkpoint;
-  checkpoint.positions = read_positions_;
-  checkpoint.consumed = read_positions_;
-  for (const auto& [index, window] : windows_) {
-    for (size_t ring = 0;
-         ring < window.min_index.size() && ring < checkpoint.positions.size();
-         ++ring) {
-      checkpoint.positions[ring] =
-          std::min(checkpoint.positions[ring], window.min_index[ring]);
-    }
-  }
-  checkpoint.emitted_until_unix_ns = emitted_until_unix_ns_;
-  checkpoint.modules = stacks_.ActiveModules();
-  checkpoint.labels = process_labels_;
-  checkpoint.cpu_timer = cpu_.timer;
-  checkpoint.cpu_period_ns = cpu_.period_ns;
+  std::optional<Checkpoint> checkpoint = delivery_.Take(force);
+  if (!checkpoint) return std::nullopt;
+  windows_.LowerPositions(checkpoint->positions);
+  checkpoint->modules = stacks_.ActiveModules();
+  checkpoint->labels = facts_.workload_labels();
+  checkpoint->cpu_timer = cpu_.timer;
+  checkpoint->cpu_period_ns = cpu_.period_ns;
   return checkpoint;
 }
 
-void ProcessProfiler::FillIdleWindows(int64_t unix_ns) {
-  int64_t first = first_open_window_;
-  if (first == INT64_MIN) {
-    if (windows_.empty()) return;
-    first = windows_.begin()->first;
-  }
-  // Up to the last complete window, or at the end up to the last one.
-  int64_t last = unix_ns == INT64_MAX
-                     ? (windows_.empty() ? first - 1 : windows_.rbegin()->first)
-                     : FloorDiv(unix_ns, options_.window_ns) - 1;
-  // Bounded: timestamps are the workload's (a corrupt one must not make us
-  // build millions of windows); a longer idle stretch keeps its ends.
-  last = std::min(last, first + kMaxIdleWindows);
-  for (int64_t index = first; index <= last; ++index) {
-    windows_.try_emplace(index);
-  }
-}
-
-std::vector<std::pair<std::string, std::string>> ProcessProfiler::SeriesLabels()
-    const {
-  std::vector<std::pair<std::string, std::string>> labels;
-  std::string service = info_.service_name;
-  if (service.empty()) service = std::string(Basename(info_.executable));
-  if (service.empty()) service = "unknown_service";
-  labels.emplace_back("service_name", service);
-  for (const auto& kv : options_.extra_labels) labels.push_back(kv);
-  return labels;
-}
-
-int64_t ProcessProfiler::WindowUntil(int64_t index, const Window& window,
-                                     bool final_window) const {
-  const int64_t from = index * options_.window_ns;
-  const int64_t until = from + options_.window_ns;
-  if (!final_window) return until;
-  return std::min(
-      until, std::max(from + 1, window.last_event_unix_ns +
-                                    static_cast<int64_t>(options_.tick_ns)));
-}
-
-void ProcessProfiler::EmitWindow(int64_t index, const Window& window,
-                                 bool final_window) {
+void ProcessProfiler::Emit(const WindowSet::Closed& closed) {
   // A window covers the process's time only: the first one starts when the
   // ring was created (or at its first event, stamped just before), not at
   // the window boundary, so a short process's duration is its own.
-  int64_t from = index * options_.window_ns;
-  const int64_t until = WindowUntil(index, window, final_window);
+  int64_t from = closed.from_unix_ns;
+  const int64_t until = closed.until_unix_ns;
   const int64_t started =
       std::min(static_cast<int64_t>(info_.created_realtime_ns),
-               window.first_event_unix_ns);
+               closed.window.first_event_unix_ns);
   if (started > from && started < until) from = started;
   // The in-use snapshot as of the window's end (everything, at the end of
   // the process).
-  inuse_.ApplyBefore(final_window ? UINT64_MAX : MonotonicOf(until));
-  std::vector<EncodedProfile> encoded =
-      encoder_.Encode(window.aggregates, inuse_.ByStack(), cpu_, from, until);
-  const std::vector<std::pair<std::string, std::string>> labels =
-      SeriesLabels();
-  for (EncodedProfile& one : encoded) {
-    WindowProfile profile;
-    profile.kind = one.kind;
-    profile.labels = labels;
-    for (auto& kv : one.labels) profile.labels.push_back(std::move(kv));
-    profile.from_unix_ns = from;
-    profile.until_unix_ns = until;
-    profile.workload_labels = process_labels_;
-    profile.session_id = session_id_;
+  inuse_.ApplyBefore(closed.final_window ? UINT64_MAX : MonotonicOf(until));
+  for (WindowProfile& profile : encoder_.Encode(
+           closed.window.aggregates, inuse_.ByStack(), cpu_, from, until)) {
+    Labels labels = options_.extra_labels;
+    for (auto& kv : profile.labels) labels.push_back(std::move(kv));
+    profile.labels = std::move(labels);
+    profile.service_name = facts_.service_name();
+    profile.workload_labels = facts_.workload_labels();
+    profile.session_id = facts_.session_id();
     profile.pid = info_.pid;
-    profile.service_name = labels.front().second;
-    profile.profile = std::make_shared<const perftools::profiles::Profile>(
-        std::move(one.pprof));
     ++stats_.windows_emitted;
     sink_->Submit(std::move(profile));
   }

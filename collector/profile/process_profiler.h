@@ -36,32 +36,33 @@
 //
 // The pieces, ties one way: records arrive typed (ringfile::DispatchRecord)
 // at this class's handlers, which intern stacks (StackTable), turn tag sets
-// into sample labels (TagLabeler), aggregate per window and track the
-// in-use heap (InUseTracker); a finished window goes to the WindowEncoder,
-// and its profiles to the ProfileSink. This class keeps the windows, the
-// CPU source and the checkpoints.
+// into sample labels (TagLabeler), add to the open windows (WindowSet),
+// track the in-use heap (InUseTracker) and the process's own facts
+// (ProcessFacts); a closed window goes to the WindowEncoder, and its
+// profiles to the ProfileSink; the DeliveryTracker says what a restart
+// must not read again. This class keeps the CPU source and ties the pieces
+// together.
 //
 // Thread-compatible: used by the collector's processing thread only.
 #ifndef RINGPROF_COLLECTOR_PROFILE_PROCESS_PROFILER_H_
 #define RINGPROF_COLLECTOR_PROFILE_PROCESS_PROFILER_H_
 
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <set>
-#include <string>
-#include <utility>
-#include <vector>
 
-#include "absl/types/span.h"
+#include "collector/base/labels.h"
 #include "collector/ingest/checkpoint.h"
+#include "collector/ingest/drained_batch.h"
 #include "collector/pprof/pprof_validate.h"
+#include "collector/profile/delivery_tracker.h"
 #include "collector/profile/inuse_tracker.h"
 #include "collector/profile/memory_budget.h"
+#include "collector/profile/process_facts.h"
 #include "collector/profile/stack_table.h"
 #include "collector/profile/tag_labeler.h"
 #include "collector/profile/tick_picker.h"
 #include "collector/profile/window_encoder.h"
+#include "collector/profile/window_set.h"
 #include "collector/sink/sink.h"
 #include "collector/symbolize/symbolizer.h"
 #include "ringfile/reader.h"
@@ -78,7 +79,7 @@ struct ProcessProfilerOptions {
   int64_t window_ns = 10'000'000'000;
   PyroscopeLimits limits;
   // Extra series labels (e.g. from --tags), added to every window.
-  std::vector<std::pair<std::string, std::string>> extra_labels;
+  Labels extra_labels;
   // Budget of this process's stacks, locations and window aggregates; once
   // it (or the shared MemoryBudget) is spent, samples with a stack not seen
   // before count under one "[truncated]" stack instead.
@@ -118,6 +119,9 @@ struct ProcessStats {
   uint64_t tag_labels_dropped = 0;  // tags refused by the label rules
   uint64_t tag_values_folded = 0;   // tag values past the budget: "other"
   uint64_t unknown_tag_sets = 0;    // samples naming a set never defined
+
+  // Adds every counter of `other` (totals over processes).
+  ProcessStats& operator+=(const ProcessStats& other);
 };
 
 class ProcessProfiler : private ringfile::RecordHandler {
@@ -135,9 +139,10 @@ class ProcessProfiler : private ringfile::RecordHandler {
   // One record (decoded by ringfile::DispatchRecord; a malformed one is
   // counted in stats().malformed_records).
   void OnRecord(const ringfile::RecordView& record);
-  // The records of one drained batch: module maps first (samples of the
-  // same batch may use them), then the others in batch order.
-  void OnRecords(absl::Span<const ringfile::RecordView> records);
+  // A drained batch of kind kRecords: its records, module maps first
+  // (samples of the same batch may use them), then the others in batch
+  // order; then its read positions and its watermark (Advance).
+  void OnBatch(const DrainedBatch& batch);
 
   // Promise: no record with an older monotonic timestamp follows. Decides
   // ticks and emits every window that ends at or before watermark_ns minus
@@ -160,21 +165,13 @@ class ProcessProfiler : private ringfile::RecordHandler {
   const ProcessStats& stats() const;
   const InUseTracker::Stats& inuse_stats() const { return inuse_.stats(); }
   const ringfile::FileInfo& info() const { return info_; }
-  bool ended() const { return ended_; }
-  int32_t exit_status() const { return exit_status_; }
+  bool ended() const { return facts_.ended(); }
+  int32_t exit_status() const { return facts_.exit_status(); }
   bool uses_cpu_timer() const { return cpu_.timer; }
   // Bytes charged to the budgets (estimate).
   uint64_t memory_bytes() const { return memory_.bytes(); }
 
  private:
-  struct Window {
-    WindowAggregates aggregates;
-    int64_t first_event_unix_ns = INT64_MAX;
-    int64_t last_event_unix_ns = 0;
-    // Per ring: the smallest record index that contributed (checkpoints).
-    std::vector<uint64_t> min_index;
-  };
-
   // The typed record handlers (ringfile::RecordHandler).
   void OnAllocSample(const ringfile::RecordView& record,
                      const ringfile::AllocSampleView& sample) override;
@@ -205,37 +202,21 @@ class ProcessProfiler : private ringfile::RecordHandler {
   void OnMalformed(const ringfile::RecordView& record,
                    const absl::Status& status) override;
 
-  // Workload Label records kept per process (Pyroscope accepts at most 30
-  // labels per series; the collector's own take the rest).
-  static constexpr size_t kMaxProcessLabels = 16;
-  // Idle windows created at most between two with records.
-  static constexpr int64_t kMaxIdleWindows = 360;
-
   void CountMalformed();
   // False (and counted) when a sample at `unix_ns` is out of range.
   bool InRange(int64_t unix_ns);
+  // False (and counted) for a sample a predecessor already delivered.
+  bool Fresh(int64_t unix_ns, const ringfile::RecordView& record);
+  // The window of a sample at `unix_ns` that `record` contributes to.
+  WindowSet::Window& WindowOf(int64_t unix_ns,
+                              const ringfile::RecordView& record);
   // The window's aggregate for `stack`, or kBudgetStack's once the budget is
   // spent.
   template <typename Map>
   typename Map::mapped_type& Slot(Map& map, uint32_t stack);
-
-  Window& WindowAt(int64_t unix_ns);
-  // Notes that `record` contributes to `window` (for checkpoints).
-  void Contributes(Window& window, const ringfile::RecordView& record);
-  // True (and counted) for a sample a predecessor already delivered.
-  bool Replayed(int64_t unix_ns, const ringfile::RecordView& record);
   void OnPick(uint64_t tick_ns, uint32_t stack);
-  void EmitWindowsBefore(int64_t unix_ns);
-  // Creates the windows without records between the open ones and
-  // `unix_ns` (INT64_MAX: the last window), at most kMaxIdleWindows.
-  void FillIdleWindows(int64_t unix_ns);
-  void EmitWindow(int64_t index, const Window& window, bool final_window);
-  // End of a window's profile: the window's end, or for the final one, a
-  // tick after its last event.
-  int64_t WindowUntil(int64_t index, const Window& window,
-                      bool final_window) const;
-  // service_name, then the extra labels.
-  std::vector<std::pair<std::string, std::string>> SeriesLabels() const;
+  void CloseWindowsBefore(int64_t unix_ns);
+  void Emit(const WindowSet::Closed& closed);
   // The process's CLOCK_MONOTONIC time of a wall-clock time.
   uint64_t MonotonicOf(int64_t unix_ns) const;
 
@@ -249,24 +230,11 @@ class ProcessProfiler : private ringfile::RecordHandler {
   TagLabeler labeler_;
   WindowEncoder encoder_;
   InUseTracker inuse_;
-
-  std::map<int64_t, Window> windows_;  // by window index
-  int64_t first_open_window_ = INT64_MIN;
-  CpuSource cpu_;  // the timer once the process sent a CPU sample
-  bool ended_ = false;
-  // Environment facts already reported for this process (the emitter
-  // re-sends them with each module-map copy); at most kMaxProcessFacts.
-  std::set<std::pair<uint16_t, std::string>> facts_seen_;
-  static constexpr size_t kMaxProcessFacts = 32;
-  int32_t exit_status_ = -1;
-  std::vector<std::pair<std::string, std::string>> process_labels_;
-  const std::string session_id_;
+  WindowSet windows_;
+  DeliveryTracker delivery_;
+  ProcessFacts facts_;
+  CpuSource cpu_;               // the timer once the process sent a CPU sample
   mutable ProcessStats stats_;  // the pieces' counters merged in stats()
-  std::vector<uint64_t> read_positions_;
-  int64_t resumed_until_unix_ns_ = INT64_MIN;  // samples before: delivered
-  std::vector<uint64_t> resumed_consumed_;     // ... if read before
-  int64_t emitted_until_unix_ns_ = INT64_MIN;
-  int64_t checkpointed_until_unix_ns_ = INT64_MIN;
 };
 
 }  // namespace collector

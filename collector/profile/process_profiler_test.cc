@@ -300,7 +300,7 @@ TEST_F(ProcessProfilerTest, AllocationWeightsBecomeAllocSpaceAndObjects) {
   EXPECT_THAT(Values(*memory[0], 0),
               UnorderedElementsAre(Pair("main;Hot();inlined_leaf", 13),
                                    Pair("main;Cold()", 1)));
-  EXPECT_EQ(Label(*memory[0], "service_name"), "test-service");
+  EXPECT_EQ(memory[0]->service_name, "test-service");
   // No pid label (one series per process exhausts Pyroscope's series
   // limit); the process is told apart by a stable session id instead.
   EXPECT_EQ(Label(*memory[0], "pid"), "<unset>");
@@ -928,7 +928,7 @@ TEST_F(ProcessProfilerTest, TagNamesOwnedByTheCollectorAreDropped) {
   Run(options);
   auto cpu = Named("process_cpu");
   ASSERT_EQ(cpu.size(), 1u);
-  EXPECT_EQ(Label(*cpu[0], "service_name"), "test-service");
+  EXPECT_EQ(cpu[0]->service_name, "test-service");
   EXPECT_EQ(stats_.tag_labels_dropped, 6u);
   EXPECT_THAT(
       ByLabels(*cpu[0], 0),

@@ -37,16 +37,6 @@ const char* SyntheticFrame(uint32_t stack) {
 
 }  // namespace
 
-MappingSpec MappingOf(const ModuleInfo& module) {
-  MappingSpec spec;
-  spec.memory_start = module.start;
-  spec.memory_limit = module.start + module.size;
-  spec.file_offset = module.file_offset;
-  spec.filename = module.path;
-  spec.build_id = module.build_id_hex;
-  return spec;
-}
-
 WindowEncoder::WindowEncoder(WindowEncoderOptions options, StackTable* stacks,
                              const TagLabeler* labeler, Symbolizer* symbolizer)
     : options_(std::move(options)),
@@ -54,10 +44,11 @@ WindowEncoder::WindowEncoder(WindowEncoderOptions options, StackTable* stacks,
       labeler_(labeler),
       symbolizer_(symbolizer) {}
 
-std::vector<EncodedProfile> WindowEncoder::Encode(
-    const WindowAggregates& window, const InUseByStack& inuse,
-    const CpuSource& cpu, int64_t from, int64_t until) {
-  std::vector<EncodedProfile> out;
+std::vector<WindowProfile> WindowEncoder::Encode(const WindowAggregates& window,
+                                                 const InUseByStack& inuse,
+                                                 const CpuSource& cpu,
+                                                 int64_t from, int64_t until) {
+  std::vector<WindowProfile> out;
   EncodeCpu(window, cpu, from, until, out);
   EncodeMemory(window, inuse, from, until, out);
   EncodeWaits(ProfileKind::kMutex, window.mutex, from, until, out);
@@ -72,14 +63,14 @@ WindowEncoder::Build WindowEncoder::Start(ProfileSpec spec, int64_t from,
   Build build(spec, options_.limits);
   // pprof takes the first mapping for the main binary ("File:" in -top).
   if (const auto* main = stacks_->FindModuleByPath(options_.executable)) {
-    build.builder.InternMapping(MappingOf(*main));
+    build.builder.InternMapping(MappingSpec{*main});
   }
   return build;
 }
 
 void WindowEncoder::EncodeCpu(const WindowAggregates& window,
                               const CpuSource& cpu, int64_t from, int64_t until,
-                              std::vector<EncodedProfile>& out) {
+                              std::vector<WindowProfile>& out) {
   const auto& values = cpu.timer ? window.timer_cpu_ns : window.tick_cpu_ns;
   if (values.empty()) return;
   Build build = Start(SpecOf(ProfileKind::kCpu,
@@ -87,16 +78,15 @@ void WindowEncoder::EncodeCpu(const WindowAggregates& window,
                                  cpu.timer ? cpu.period_ns : options_.tick_ns)),
                       from, until);
   for (const auto& [stack, ns] : values) Add(build, stack, {ns});
-  if (build.builder.empty()) return;
-  out.push_back({ProfileKind::kCpu,
-                 {{kCpuSourceLabel, cpu.timer ? "timer" : "alloc_ticks"}},
-                 build.builder.Build()});
+  Finish(ProfileKind::kCpu,
+         {{kCpuSourceLabel, cpu.timer ? "timer" : "alloc_ticks"}}, build, from,
+         until, out);
 }
 
 void WindowEncoder::EncodeMemory(const WindowAggregates& window,
                                  const InUseByStack& inuse, int64_t from,
                                  int64_t until,
-                                 std::vector<EncodedProfile>& out) {
+                                 std::vector<WindowProfile>& out) {
   if (window.alloc.empty() && inuse.empty()) return;
   Build build = Start(SpecOf(ProfileKind::kMemory), from, until);
   for (const auto& [stack, v] : window.alloc) {
@@ -105,13 +95,12 @@ void WindowEncoder::EncodeMemory(const WindowAggregates& window,
   for (const auto& [stack, v] : inuse) {
     Add(build, stack, {0, 0, v.first, v.second});
   }
-  if (build.builder.empty()) return;
-  out.push_back({ProfileKind::kMemory, {}, build.builder.Build()});
+  Finish(ProfileKind::kMemory, {}, build, from, until, out);
 }
 
 void WindowEncoder::EncodeWaits(ProfileKind kind, const WaitsByStack& waits,
                                 int64_t from, int64_t until,
-                                std::vector<EncodedProfile>& out) {
+                                std::vector<WindowProfile>& out) {
   if (waits.empty()) return;
   Build build = Start(SpecOf(kind), from, until);
   for (const auto& [stack, totals] : waits) {
@@ -119,8 +108,21 @@ void WindowEncoder::EncodeWaits(ProfileKind kind, const WaitsByStack& waits,
     WaitSampleValues(totals, values);
     Add(build, stack, {values[0], values[1]});
   }
+  Finish(kind, {}, build, from, until, out);
+}
+
+void WindowEncoder::Finish(ProfileKind kind, Labels labels, const Build& build,
+                           int64_t from, int64_t until,
+                           std::vector<WindowProfile>& out) {
   if (build.builder.empty()) return;
-  out.push_back({kind, {}, build.builder.Build()});
+  WindowProfile profile;
+  profile.kind = kind;
+  profile.labels = std::move(labels);
+  profile.from_unix_ns = from;
+  profile.until_unix_ns = until;
+  profile.profile = std::make_shared<const perftools::profiles::Profile>(
+      build.builder.Build());
+  out.push_back(std::move(profile));
 }
 
 void WindowEncoder::Add(Build& build, uint32_t stack,
@@ -199,7 +201,7 @@ PprofBuilder::LocationId WindowEncoder::Location(Build& build, uint32_t index) {
       LinesOf(index, module, resolved, has_lines);
   PprofBuilder::MappingId mapping = 0;
   if (module != nullptr) {
-    MappingSpec spec = MappingOf(*module);
+    MappingSpec spec{*module};
     spec.has_functions = resolved;
     spec.has_filenames = resolved && !lines.front().filename.empty();
     spec.has_line_numbers = has_lines;

@@ -37,6 +37,7 @@
 #include "collector/profile/stack_table.h"
 #include "collector/profile/tag_labeler.h"
 #include "collector/profile/wait_profiles.h"
+#include "collector/sink/sink.h"
 #include "collector/symbolize/symbolizer.h"
 #include "proto/profile.pb.h"
 
@@ -64,13 +65,6 @@ struct CpuSource {
   uint64_t period_ns = 0;
 };
 
-// One encoded profile of a window.
-struct EncodedProfile {
-  ProfileKind kind;
-  Labels labels;  // series labels of this profile type (cpu source)
-  perftools::profiles::Profile pprof;
-};
-
 struct WindowEncoderOptions {
   PyroscopeLimits limits;
   // What one picked tick is worth (the CPU profile's period then).
@@ -88,11 +82,13 @@ class WindowEncoder {
   WindowEncoder(WindowEncoderOptions options, StackTable* stacks,
                 const TagLabeler* labeler, Symbolizer* symbolizer);
 
-  // The profiles of the window [from_unix_ns, until_unix_ns).
-  std::vector<EncodedProfile> Encode(const WindowAggregates& window,
-                                     const InUseByStack& inuse,
-                                     const CpuSource& cpu, int64_t from_unix_ns,
-                                     int64_t until_unix_ns);
+  // The profiles of the window [from_unix_ns, until_unix_ns): kind,
+  // profile, window and the series labels of the kind (the CPU source); the
+  // caller adds what belongs to the process.
+  std::vector<WindowProfile> Encode(const WindowAggregates& window,
+                                    const InUseByStack& inuse,
+                                    const CpuSource& cpu, int64_t from_unix_ns,
+                                    int64_t until_unix_ns);
 
  private:
   // One profile being built, with the pprof locations interned so far.
@@ -107,12 +103,16 @@ class WindowEncoder {
   // A builder for `spec` over the window, the executable mapped first.
   Build Start(ProfileSpec spec, int64_t from, int64_t until) const;
   void EncodeCpu(const WindowAggregates& window, const CpuSource& cpu,
-                 int64_t from, int64_t until, std::vector<EncodedProfile>& out);
+                 int64_t from, int64_t until, std::vector<WindowProfile>& out);
   void EncodeMemory(const WindowAggregates& window, const InUseByStack& inuse,
                     int64_t from, int64_t until,
-                    std::vector<EncodedProfile>& out);
+                    std::vector<WindowProfile>& out);
   void EncodeWaits(ProfileKind kind, const WaitsByStack& waits, int64_t from,
-                   int64_t until, std::vector<EncodedProfile>& out);
+                   int64_t until, std::vector<WindowProfile>& out);
+  // Appends the profile `build` made, if it has samples.
+  static void Finish(ProfileKind kind, Labels labels, const Build& build,
+                     int64_t from, int64_t until,
+                     std::vector<WindowProfile>& out);
   // Adds `values` (one per sample type) for `stack` with its labels.
   void Add(Build& build, uint32_t stack, absl::Span<const int64_t> values);
   void AppendStack(Build& build, uint32_t stack);
@@ -127,9 +127,6 @@ class WindowEncoder {
   const TagLabeler* const labeler_;
   Symbolizer* const symbolizer_;
 };
-
-// The pprof mapping of a module (file, range, offset, build id).
-MappingSpec MappingOf(const ModuleInfo& module);
 
 }  // namespace collector
 }  // namespace ringprof

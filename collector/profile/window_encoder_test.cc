@@ -86,13 +86,13 @@ TEST_F(WindowEncoderTest, CpuFromTheTimerSymbolizedOnceWithLabels) {
   window.timer_cpu_ns[StackTable::kNotSampledStack] = 5;
   window.tick_cpu_ns[stack] = 1000;  // not this window's CPU source
   WindowEncoder encoder(options_, &stacks_, &labeler_, &symbolizer_);
-  std::vector<EncodedProfile> out =
+  std::vector<WindowProfile> out =
       encoder.Encode(window, {}, CpuSource{true, 10}, 100, 200);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, ProfileKind::kCpu);
   EXPECT_THAT(out[0].labels,
               UnorderedElementsAre(Pair("ringprof_cpu_source", "timer")));
-  const perftools::profiles::Profile& p = out[0].pprof;
+  const perftools::profiles::Profile& p = *out[0].profile;
   EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
   EXPECT_EQ(p.time_nanos(), 100);
   EXPECT_EQ(p.duration_nanos(), 100);
@@ -119,12 +119,12 @@ TEST_F(WindowEncoderTest, MemoryHasAllocationsAndTheInUseSnapshot) {
   InUseByStack inuse;
   inuse[stack] = {1, 2048};
   WindowEncoder encoder(options_, &stacks_, &labeler_, nullptr);
-  std::vector<EncodedProfile> out =
+  std::vector<WindowProfile> out =
       encoder.Encode(window, inuse, CpuSource{}, 0, 10);
   ASSERT_EQ(out.size(), 1u);  // no CPU: no ticks in the window
   EXPECT_EQ(out[0].kind, ProfileKind::kMemory);
   EXPECT_TRUE(out[0].labels.empty());
-  const perftools::profiles::Profile& p = out[0].pprof;
+  const perftools::profiles::Profile& p = *out[0].profile;
   EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
   // Without a symbolizer a frame is module+offset (of the call).
   EXPECT_THAT(Folded(p, 1), UnorderedElementsAre(Pair("app+0x10ff", 4096),

@@ -34,9 +34,6 @@ SeriesLabels BuildSeriesLabels(const SeriesLabelConfig& config,
   labels.emplace_back("__name__", kind.name);
   std::string service = config.application_name;
   if (service.empty()) service = SanitizeLabelValue(profile.service_name);
-  for (const auto& [k, v] : profile.labels) {
-    if (service.empty() && k == "service_name") service = SanitizeLabelValue(v);
-  }
   labels.emplace_back("service_name",
                       service.empty() ? "unknown_service" : service);
   for (const auto& [k, v] : config.host_labels) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "collector/base/labels.h"
 #include "collector/pprof/profile_kinds.h"
 #include "proto/profile.pb.h"
 
@@ -27,13 +28,16 @@ struct WindowProfile {
   // Which profile this is; its name (Pyroscope's __name__), types and
   // files are the kinds table's (collector/pprof/profile_kinds.h).
   ProfileKind kind = ProfileKind::kCpu;
-  // Series labels the collector sets besides __name__: service_name,
-  // ringprof_cpu_source (bounded set; never per-thread).
-  std::vector<std::pair<std::string, std::string>> labels;
+  // The service (the emitter's, else the executable's base name).
+  std::string service_name;
+  // Series labels the collector sets besides __name__ and service_name:
+  // the operator's (--tags), ringprof_cpu_source (bounded set; never
+  // per-thread).
+  Labels labels;
   // Labels the workload named (its Label records): untrusted, any bytes.
   // Sinks that use them sanitize them and never let them replace a label
   // the collector owns (collector/shipping/labels.h).
-  std::vector<std::pair<std::string, std::string>> workload_labels;
+  Labels workload_labels;
   // Pyroscope's __session_id__ for this process: 16 lower-case hex digits,
   // stable for the process's life (empty: none).
   std::string session_id;
@@ -45,7 +49,6 @@ struct WindowProfile {
   // it (trimming, sample labels) changes a copy.
   std::shared_ptr<const perftools::profiles::Profile> profile;
   uint32_t pid = 0;
-  std::string service_name;
 };
 
 class ProfileSink {
