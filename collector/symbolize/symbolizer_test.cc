@@ -850,6 +850,33 @@ TEST_F(SymbolizerRootTest, FollowsTheDebugLinkInsideTheWorkloadRoot) {
   }
 }
 
+TEST_F(SymbolizerRootTest, FollowsTheDebugLinkToEachOfGdbsPlaces) {
+  // GDB's places for a .gnu_debuglink name, in its order, each inside the
+  // workload's root: beside the binary, in .debug/ there, and under the
+  // system debug dir by the binary's directory. A file in an earlier place
+  // with another build-id is skipped for the next place.
+  SymbolizerOptions options = Options();
+  options.system_debug_dir = "/usr/lib/debug";
+  fs::copy_file(DataPath("linked/symbolizer_test_program"), Inside());
+  const std::string name = "symbolizer_test_program.debug";
+  for (const std::string& dir :
+       {"/opt/lib/", "/opt/lib/.debug/", "/usr/lib/debug/opt/lib/"}) {
+    SCOPED_TRACE(dir);
+    fs::create_directories(Inside(dir));
+    fs::copy_file(DataPath(name), Inside(dir + name));
+    auto symbolizer = Symbolizer::Create(options);
+    ExpectOuterChain(symbolizer->Symbolize(
+        Reported(), facts_.outer_return_address, AddressKind::kReturnAddress));
+    // Now another ELF in this place: the next place is where it is found.
+    fs::copy_file("/proc/self/exe", Inside(dir + name),
+                  fs::copy_options::overwrite_existing);
+  }
+  auto symbolizer = Symbolizer::Create(options);
+  ExpectFunctionStartOnly(symbolizer->Symbolize(
+      Reported(), facts_.outer_return_address, AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->stats().build_id_mismatches, 3u);
+}
+
 TEST_F(SymbolizerRootTest, PathsNeverReachTheCollectorsFiles) {
   // The test program exists here, in the collector's filesystem, at
   // DataPath(...); the workload names it, directly, with ../ and through

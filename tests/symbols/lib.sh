@@ -17,3 +17,24 @@ function_names() {
 
 # has_name NAMES_FILE NAME: NAME is one of the lines of NAMES_FILE.
 has_name() { grep -qxF -- "$2" "$1"; }
+
+# profile NAME CMD...: `ringprof run` of CMD into ${tmp}/NAME (extra
+# ringprof flags in the RUN_FLAGS array); its CPU profile's function names
+# into ${tmp}/NAME.names, its raw listing (go tool pprof -raw: locations
+# with file:line) into ${tmp}/NAME.raw.
+RUN_FLAGS=()
+profile() {
+  local name=$1
+  shift
+  local status=0
+  timeout --kill-after=5 300 "${ringprof}" run --output-dir="${tmp}/${name}" \
+    "${RUN_FLAGS[@]}" -- "$@" >"${tmp}/${name}.log" 2>&1 || status=$?
+  if ((status != 0)); then
+    tail -20 "${tmp}/${name}.log"
+    fail "${name}: ringprof run exited ${status}"
+  fi
+  function_names "${tmp}/${name}/process_cpu.pb.gz" >"${tmp}/${name}.names"
+  go tool pprof -symbolize=none -raw "${tmp}/${name}/process_cpu.pb.gz" \
+    >"${tmp}/${name}.raw" 2>/dev/null
+  echo "${name}: $(wc -l <"${tmp}/${name}.names") functions"
+}

@@ -16,18 +16,6 @@ fedora_strip="${runfiles}/collector/symbolize/testdata/symbolizer/fedora_strip.s
 hotloop="${runfiles}/examples/hotloop/hotloop"
 rounds=150
 
-# profile NAME CMD...: `ringprof run` of CMD into ${tmp}/NAME; its CPU
-# profile's function names into ${tmp}/NAME.names.
-profile() {
-  local name=$1
-  shift
-  timeout --kill-after=5 300 "${ringprof}" run --output-dir="${tmp}/${name}" \
-    -- "$@" >"${tmp}/${name}.log" 2>&1 ||
-    { tail -20 "${tmp}/${name}.log"; fail "${name}: ringprof run exited $?"; }
-  function_names "${tmp}/${name}/process_cpu.pb.gz" >"${tmp}/${name}.names"
-  echo "${name}: $(wc -l <"${tmp}/${name}.names") functions"
-}
-
 echo "--- examples/hotloop stripped the Fedora way"
 mkdir -p "${tmp}/fedora" "${tmp}/plain"
 "${fedora_strip}" "${hotloop}" "${tmp}/fedora/hotloop" || fail "fedora_strip.sh hotloop"
@@ -76,8 +64,6 @@ objcopy --update-section .note.gnu.build-id="${tmp}/note" "${libc}" \
 profile libc_fedora env LD_LIBRARY_PATH="${tmp}/libc_fedora" "${hotloop}" "${rounds}"
 profile libc_plain env LD_LIBRARY_PATH="${tmp}/libc_plain" "${hotloop}" "${rounds}"
 for variant in libc_fedora libc_plain; do
-  go tool pprof -symbolize=none -raw "${tmp}/${variant}/process_cpu.pb.gz" \
-    >"${tmp}/${variant}.raw" 2>/dev/null
   grep -qF "${tmp}/${variant}/libc.so.6" "${tmp}/${variant}.raw" ||
     fail "${variant}: hotloop did not run on ${tmp}/${variant}/libc.so.6"
 done
