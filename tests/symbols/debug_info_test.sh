@@ -60,14 +60,17 @@ grep -qF '[hotloop] 0x' "${tmp}/nowhere.names" ||
 
 # Under /usr/lib/debug as the workload sees it: in its own mount namespace,
 # a directory of this test is its /usr/lib/debug; the collector's is left
-# as it is (and has no such file).
+# as it is (and has no such file). hotloop is a child started once the
+# namespace is set up, as a container's processes are (a process that
+# moves to another namespace after its ring was seen is read through the
+# root it had then).
 if unshare --mount --propagation private true 2>/dev/null; then
   place_binary "${tmp}/bin/global"
   mkdir -p "${tmp}/debugroot/${tmp}/bin/global"
   cp "${tmp}/hotloop.debug" "${tmp}/debugroot/${tmp}/bin/global/hotloop.debug"
   [[ ! -e "/usr/lib/debug/${tmp}/bin/global/hotloop.debug" ]] || fail "the host has the file"
   profile global unshare --mount --propagation private \
-    sh -c 'mount --bind "$1" /usr/lib/debug && exec "$2" "$3"' sh \
+    sh -c 'mount --bind "$1" /usr/lib/debug && "$2" "$3"; exit $?' sh \
     "${tmp}/debugroot" "${tmp}/bin/global/hotloop" "${rounds}"
   named global
 else
