@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "emitter/arch/arch.h"
+#include "emitter/large_table.h"
 #include "emitter/libc_features.h"
 
 namespace ringprof {
@@ -64,7 +65,7 @@ constexpr uint32_t kMaxSlot = (1u << 14) - 1;
 struct alignas(16) CacheEntry {
   std::atomic<uint64_t> words[2];
 };
-CacheEntry g_rule_cache[1 << kCacheBits];
+RINGPROF_LARGE_TABLE CacheEntry g_rule_cache[1 << kCacheBits];
 
 bool Cacheable(uint64_t pc) { return (pc >> 48) == 0 && (pc >> 12) != 0; }
 

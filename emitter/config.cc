@@ -1,6 +1,7 @@
 #include "emitter/config.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -177,7 +178,53 @@ void LoadSwitch(EnvLookup lookup, ReportLine report, const char* name,
   }
 }
 
+// The RINGPROF_ entries of the environment (LookupRingprofEnv); more than
+// kMaxRingprofEntries: the rest are looked up with getenv.
+constexpr int kMaxRingprofEntries = 24;
+struct RingprofEntries {
+  bool scanned;
+  bool overflowed;
+  int count;
+  const char* entries[kMaxRingprofEntries];
+};
+RingprofEntries g_ringprof_env;
+
+constexpr char kPrefix[] = "RINGPROF_";
+constexpr size_t kPrefixSize = sizeof(kPrefix) - 1;
+
+void ScanEnvironment() {
+  RingprofEntries& env = g_ringprof_env;
+  env.scanned = true;
+  env.overflowed = false;
+  env.count = 0;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    if (strncmp(*entry, kPrefix, kPrefixSize) != 0) continue;
+    if (env.count == kMaxRingprofEntries) {
+      env.overflowed = true;
+      return;
+    }
+    env.entries[env.count++] = *entry;
+  }
+}
+
 }  // namespace
+
+void RefreshRingprofEnv() { ScanEnvironment(); }
+
+const char* LookupRingprofEnv(const char* name) {
+  if (!g_ringprof_env.scanned) ScanEnvironment();
+  if (g_ringprof_env.overflowed || strncmp(name, kPrefix, kPrefixSize) != 0) {
+    return getenv(name);
+  }
+  const size_t size = strlen(name);
+  for (int i = 0; i < g_ringprof_env.count; ++i) {
+    const char* entry = g_ringprof_env.entries[i];
+    if (strncmp(entry, name, size) == 0 && entry[size] == '=') {
+      return entry + size + 1;
+    }
+  }
+  return nullptr;
+}
 
 void ReportToStderr(const char* line) {
   size_t left = strlen(line);

@@ -67,6 +67,15 @@ struct Config {
 
 // Returns the value of an environment variable or nullptr.
 using EnvLookup = const char* (*)(const char* name);
+
+// An EnvLookup for RINGPROF_* names over a snapshot of the environment's
+// RINGPROF_ entries, taken by RefreshRingprofEnv (or the first lookup): one
+// pass over the environment for the twenty-odd names the emitter reads at
+// start, where getenv would walk all of it for each. Changes to the
+// environment after the snapshot are not seen. Allocation-free; not
+// thread-safe (the library's constructors use it).
+void RefreshRingprofEnv();
+const char* LookupRingprofEnv(const char* name);
 // Receives one complete line (with '\n') describing a bad value.
 using ReportLine = void (*)(const char* line);
 

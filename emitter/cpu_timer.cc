@@ -31,6 +31,7 @@
 #include "emitter/arch/arch.h"
 #include "emitter/config.h"
 #include "emitter/fork_child.h"
+#include "emitter/large_table.h"
 #include "emitter/libc_imports.h"
 #include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
@@ -92,7 +93,6 @@ constexpr int kMaxTimers = 4096;
 constexpr int64_t kFree = 0;
 constexpr int64_t kArming = -1;
 constexpr int64_t kAbandoned = -2;
-std::atomic<int64_t> g_registry[kMaxTimers];
 // Bit i: some slot in [64 i, 64 i + 64) may be in use (set before a slot is
 // taken, cleared only in a fork child). Scans visit only these chunks, so
 // that a process with few threads never touches the rest of the 32 KiB
@@ -100,6 +100,18 @@ std::atomic<int64_t> g_registry[kMaxTimers];
 constexpr int kChunkSlots = 64;
 static_assert(kMaxTimers / kChunkSlots <= 64, "one bit per chunk");
 std::atomic<uint64_t> g_used_chunks{0};
+// The first chunk lives with the small variables and the rest in a large
+// table (large_table.h): a process's first thread takes its slot in the
+// first chunk (ReserveSlot), so a process with a few threads touches no
+// registry page of its own.
+std::atomic<int64_t> g_registry_head[kChunkSlots];
+RINGPROF_LARGE_TABLE std::atomic<int64_t>
+    g_registry_tail[kMaxTimers - kChunkSlots];
+
+std::atomic<int64_t>& Registry(int slot) {
+  return slot < kChunkSlots ? g_registry_head[slot]
+                            : g_registry_tail[slot - kChunkSlots];
+}
 
 // Calls visit(slot) for every slot of a chunk that may be in use.
 template <typename Visit>
@@ -343,17 +355,21 @@ void OnCpuTimerSignal(int signo, siginfo_t* info, void* ucontext) {
 // ---------------------------------------------------------------------------
 // Timers: arming, disarming, the registry.
 
-int ReserveSlot(pid_t tid) {
-  // Start probing at a tid-dependent place to keep CAS contention low.
-  const int start = static_cast<int>(static_cast<uint32_t>(tid) % kMaxTimers);
+// `first_thread`: the process's initial thread (or a fork child's), which
+// starts probing at slot 0; threads started later probe from a
+// tid-dependent place, to keep CAS contention low.
+int ReserveSlot(pid_t tid, bool first_thread) {
+  const int start =
+      first_thread ? 0
+                   : static_cast<int>(static_cast<uint32_t>(tid) % kMaxTimers);
   for (int i = 0; i < kMaxTimers; ++i) {
     const int slot = (start + i) % kMaxTimers;
     int64_t expected = kFree;
-    if (g_registry[slot].load(std::memory_order_relaxed) != kFree) continue;
+    if (Registry(slot).load(std::memory_order_relaxed) != kFree) continue;
     g_used_chunks.fetch_or(uint64_t{1} << (slot / kChunkSlots),
                            std::memory_order_acq_rel);
-    if (g_registry[slot].compare_exchange_strong(expected, kArming,
-                                                 std::memory_order_acq_rel)) {
+    if (Registry(slot).compare_exchange_strong(expected, kArming,
+                                               std::memory_order_acq_rel)) {
       return slot;
     }
   }
@@ -399,7 +415,8 @@ void AccountSkippedThread() {
                nullptr, 0);
 }
 
-void ArmCurrentThread() {
+// `first_thread`: see ReserveSlot.
+void ArmCurrentThread(bool first_thread = false) {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   if (t_timer.slot >= 0) return;
   // A thread that starts with every signal blocked (inherited across exec,
@@ -421,7 +438,7 @@ void ArmCurrentThread() {
     RawSigmask(SIG_UNBLOCK, &ours, nullptr);
   }
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
-  const int slot = ReserveSlot(tid);
+  const int slot = ReserveSlot(tid, first_thread);
   if (slot < 0) {
     SkipCurrentThread();
     ReportArmFailureOnce("more than 4096 live threads", 0);
@@ -430,7 +447,7 @@ void ArmCurrentThread() {
   int timer_id = -1;
   if (TimerCreate(tid, &timer_id) != 0) {
     const int error = errno;
-    g_registry[slot].store(kFree, std::memory_order_release);
+    Registry(slot).store(kFree, std::memory_order_release);
     SkipCurrentThread();
     ReportArmFailureOnce("timer_create failed", error);
     return;
@@ -447,12 +464,12 @@ void ArmCurrentThread() {
   t_timer.slot = slot;
   TimerArm(timer_id, first_ns, g_period_ns);
   int64_t expected = kArming;
-  if (!g_registry[slot].compare_exchange_strong(expected, timer_id + 1,
-                                                std::memory_order_acq_rel)) {
+  if (!Registry(slot).compare_exchange_strong(expected, timer_id + 1,
+                                              std::memory_order_acq_rel)) {
     // Shutdown ran meanwhile and left this timer to us.
     t_timer.slot = -1;
     TimerDelete(timer_id);
-    g_registry[slot].store(kFree, std::memory_order_release);
+    Registry(slot).store(kFree, std::memory_order_release);
     return;
   }
   t_skipped = 0;
@@ -464,8 +481,8 @@ void DisarmCurrentThread() {
   if (slot < 0) return;
   t_timer.slot = -1;  // first, so a late signal is ignored
   int64_t expected = static_cast<int64_t>(t_timer.timer_id) + 1;
-  if (g_registry[slot].compare_exchange_strong(expected, kFree,
-                                               std::memory_order_acq_rel)) {
+  if (Registry(slot).compare_exchange_strong(expected, kFree,
+                                             std::memory_order_acq_rel)) {
     TimerDelete(t_timer.timer_id);
   }
 }
@@ -474,11 +491,11 @@ void DisarmCurrentThread() {
 void DeleteAllTimers() {
   const bool ours = getpid() == g_owner_pid;
   ForEachUsedSlot([ours](int slot) {
-    int64_t value = g_registry[slot].load(std::memory_order_acquire);
+    int64_t value = Registry(slot).load(std::memory_order_acquire);
     while (value != kFree && value != kAbandoned) {
       const int64_t next = value == kArming ? kAbandoned : kFree;
-      if (g_registry[slot].compare_exchange_weak(value, next,
-                                                 std::memory_order_acq_rel)) {
+      if (Registry(slot).compare_exchange_weak(value, next,
+                                               std::memory_order_acq_rel)) {
         if (value > 0 && ours) TimerDelete(static_cast<int>(value - 1));
         break;
       }
@@ -537,9 +554,7 @@ void CpuTimerInit() {
   if (initialized.exchange(true)) return;
   // RINGPROF_CPU_* (config.h).
   CpuTimerConfig config;
-  LoadCpuTimerConfig(
-      [](const char* name) -> const char* { return getenv(name); },
-      ReportConfigError, &config);
+  LoadCpuTimerConfig(LookupRingprofEnv, ReportConfigError, &config);
   const int hz = config.hz;
   g_signal = config.signal;
   if (hz == 0 || !Enabled()) return;
@@ -569,7 +584,7 @@ void CpuTimerInit() {
   g_owner_pid = getpid();
   if (NextSigaction()(g_signal, &action, nullptr) != 0) return;
   g_state.store(State::kRunning, std::memory_order_release);
-  ArmCurrentThread();
+  ArmCurrentThread(/*first_thread=*/true);
 }
 
 void CpuTimerOnThreadStart(int app_blocks_signal) {
@@ -589,11 +604,11 @@ void CpuTimerAfterForkChild() {
   // Timers are not inherited: the registry's ids mean nothing here. (Only
   // taken slots are written: fork_child.h.)
   ForEachUsedSlot(
-      [](int slot) { StoreIfDifferent<int64_t>(g_registry[slot], kFree); });
+      [](int slot) { StoreIfDifferent<int64_t>(Registry(slot), kFree); });
   g_used_chunks.store(0, std::memory_order_relaxed);
   g_owner_pid = getpid();
   t_timer.slot = -1;
-  ArmCurrentThread();
+  ArmCurrentThread(/*first_thread=*/true);
 }
 
 void CpuTimerShutdown() {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "emitter/config.h"
+#include "emitter/large_table.h"
 #include "emitter/runtime.h"
 
 namespace ringprof {
@@ -18,9 +19,10 @@ struct Fact {
   ringfile::EnvironmentFact head;
   char detail[ringfile::kMaxEnvironmentFactDetailSize];
 };
-Fact g_facts[kMaxFacts];
+RINGPROF_LARGE_TABLE Fact g_facts[kMaxFacts];
 std::atomic<int> g_fact_count{0};
 std::atomic<bool> g_diagnostics{false};
+std::atomic<void (*)()> g_startup_facts{nullptr};  // NoteStartupFacts
 
 bool SameFact(const Fact& fact, uint16_t kind, const char* detail,
               uint16_t size) {
@@ -78,6 +80,18 @@ void EmitEnvironmentFacts() {
     if (g_facts[i].state.load(std::memory_order_acquire) == 2) {
       Append(g_facts[i]);
     }
+  }
+  // Noted now, these are appended by NoteEnvironmentFact itself.
+  if (g_startup_facts.load(std::memory_order_relaxed) != nullptr) {
+    if (void (*note)() = g_startup_facts.exchange(nullptr)) note();
+  }
+}
+
+void NoteStartupFacts(void (*note)()) {
+  if (g_diagnostics.load(std::memory_order_relaxed)) {
+    note();
+  } else {
+    g_startup_facts.store(note, std::memory_order_relaxed);
   }
 }
 

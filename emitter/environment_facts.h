@@ -24,6 +24,14 @@ namespace emitter {
 // its re-emissions). Creates no file.
 void EmitEnvironmentFacts();
 
+// Facts known from the start that only a ring file needs (the C library's):
+// `note` (which calls NoteEnvironmentFact) runs at the first
+// EmitEnvironmentFacts, i.e. when the file is created, so that a process
+// that never samples spends nothing on them; with RINGPROF_LOG=stderr it
+// runs at once (they are printed when noted). Inherited by fork children
+// that have not run it yet.
+void NoteStartupFacts(void (*note)());
+
 // RINGPROF_LOG=stderr: facts are also printed (set by the session start).
 void SetDiagnosticsToStderr(bool on);
 bool DiagnosticsToStderr();

@@ -6,10 +6,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "emitter/large_table.h"
+
 namespace ringprof {
 namespace emitter {
 
-std::atomic<uint8_t> g_fd_class[kFdClassSlots];
+RINGPROF_LARGE_TABLE std::atomic<uint8_t> g_fd_class[kFdClassSlots];
 
 FdClass ClassifyFd(int fd) {
   tls_thread_state.fd_recheck = kFdRecheckCalls;

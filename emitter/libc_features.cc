@@ -11,6 +11,7 @@
 #include "emitter/arch/arch.h"
 #include "emitter/cfi_unwinder.h"
 #include "emitter/config.h"
+#include "emitter/large_table.h"
 #include "emitter/libc_imports.h"
 #include "emitter/loaded_symbols.h"
 
@@ -40,7 +41,7 @@ struct StartupObject {
   const void* eh_frame_hdr;
 };
 constexpr int kMaxStartupObjects = 256;
-StartupObject g_startup_objects[kMaxStartupObjects];
+RINGPROF_LARGE_TABLE StartupObject g_startup_objects[kMaxStartupObjects];
 std::atomic<int> g_startup_object_count{0};
 
 struct ObjectSpan {
@@ -182,8 +183,7 @@ void OpenLibgcc(bool only_if_loaded) {
 // sampled.
 __attribute__((constructor(101))) void ResolveLibcFeatures() {
   // RINGPROF_DISABLE=1: nothing is sampled, so nothing is looked up.
-  if (DisabledInEnvironment(
-          [](const char* name) -> const char* { return getenv(name); })) {
+  if (DisabledInEnvironment(LookupRingprofEnv)) {
     return;
   }
   SymbolRequest requests[] = {

@@ -5,13 +5,14 @@
 #include <cstddef>
 
 #include "emitter/fork_child.h"
+#include "emitter/large_table.h"
 #include "emitter/runtime.h"
 #include "ringfile/format.h"
 
 namespace ringprof {
 namespace emitter {
 
-std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
+RINGPROF_LARGE_TABLE std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
 
 namespace {
 
@@ -20,8 +21,8 @@ constexpr uint64_t kSlotEmpty = 0;  // ends a probe sequence
 constexpr uint64_t kSlotRemoved = 1;
 constexpr uint32_t kIndexSlots = 1u << kLiveIndexBits;
 
-std::atomic<uint64_t> g_index_address[kIndexSlots];
-std::atomic<uint32_t> g_index_entry[kIndexSlots];
+RINGPROF_LARGE_TABLE std::atomic<uint64_t> g_index_address[kIndexSlots];
+RINGPROF_LARGE_TABLE std::atomic<uint32_t> g_index_entry[kIndexSlots];
 
 // Entry layout, in 8-byte words (all accessed atomically: a sweep copies an
 // entry while its owner may rewrite it, and the seqlock sorts that out).

@@ -3,6 +3,8 @@
 #include <elf.h>
 #include <link.h>
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -55,15 +57,6 @@ bool ReadSymbolTable(const dl_phdr_info& info, SymbolTable* table) {
   }
   return table->symbols != nullptr && table->strings != nullptr &&
          (table->gnu_hash != nullptr || table->sysv_hash != nullptr);
-}
-
-uint32_t GnuHash(const char* name) {
-  uint32_t h = 5381;
-  for (const unsigned char* p = reinterpret_cast<const unsigned char*>(name);
-       *p != '\0'; ++p) {
-    h = h * 33 + *p;
-  }
-  return h;
 }
 
 uint32_t SysvHash(const char* name) {
@@ -193,18 +186,48 @@ bool IsVdso(const char* path) {
          strncmp(path, "linux-gate", 10) == 0;
 }
 
+// A name's hashes, computed on its first probe of the pass (0: not yet;
+// a real hash of 0 is merely recomputed).
+struct NameHashes {
+  uint32_t gnu;
+  uint32_t sysv;
+};
+
 struct Pass {
   SymbolRequest* requests;
   int count;
   int unresolved;
   bool after_self;
+  NameHashes* hashes;  // kMaxHashedRequests entries
+  // Every request is kNext (objects up to this one's are skipped), or every
+  // one is kBeforeSelf (the pass ends at this one's object).
+  bool all_next;
+  bool all_before_self;
 };
 
+uint32_t GnuHashOf(Pass& pass, int r) {
+  const SymbolRequest& request = pass.requests[r];
+  if (request.gnu_hash != 0) return request.gnu_hash;
+  if (r >= kMaxHashedRequests) return GnuSymbolHash(request.name);
+  uint32_t& hash = pass.hashes[r].gnu;
+  if (hash == 0) hash = GnuSymbolHash(request.name);
+  return hash;
+}
+
+uint32_t SysvHashOf(Pass& pass, int r) {
+  if (r >= kMaxHashedRequests) return SysvHash(pass.requests[r].name);
+  uint32_t& hash = pass.hashes[r].sysv;
+  if (hash == 0) hash = SysvHash(pass.requests[r].name);
+  return hash;
+}
+
 bool Applies(const SymbolRequest& request, const ObjectSpan& span,
-             bool after_self, const char* path) {
+             bool after_self, bool self_seen, const char* path) {
   switch (request.scope) {
     case SymbolScope::kNext:
       return after_self && !span.holds_self;
+    case SymbolScope::kBeforeSelf:
+      return !self_seen;
     case SymbolScope::kFirst:
       return true;
     case SymbolScope::kSelf:
@@ -227,36 +250,136 @@ void* AddressOf(const SymbolTable& table, uint32_t index) {
   return reinterpret_cast<void*>(value);
 }
 
-int OnObject(dl_phdr_info* info, size_t, void* data) {
-  Pass& pass = *static_cast<Pass*>(data);
-  const char* path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  const ObjectSpan span = SpanOf(*info);
-  const bool after_self = pass.after_self;
-  if (span.holds_self) pass.after_self = true;
-  if (IsVdso(path)) return 0;
+// One loaded object as a pass needs it.
+struct LoadedObject {
+  const char* path;
+  ObjectSpan span;
+  bool vdso;
+  bool table_ok;  // `table` was read (ReadSymbolTable succeeded)
   SymbolTable table;
-  bool table_read = false;
+};
+
+LoadedObject Describe(const dl_phdr_info& info, bool read_table) {
+  LoadedObject object;
+  object.path = info.dlpi_name != nullptr ? info.dlpi_name : "";
+  object.span = SpanOf(info);
+  object.vdso = IsVdso(object.path);
+  object.table_ok =
+      read_table && !object.vdso && ReadSymbolTable(info, &object.table);
+  return object;
+}
+
+// Resolves the pass's requests that apply to `object`; true when none is
+// left unresolved. With `info` (a live pass), the object's table is read
+// on its first use.
+bool Probe(Pass& pass, LoadedObject& object, const dl_phdr_info* info) {
+  const bool after_self = pass.after_self;
+  const bool self_seen = after_self || object.span.holds_self;
+  if (object.span.holds_self) pass.after_self = true;
+  if (pass.all_before_self && self_seen) return true;
+  if (object.vdso || (pass.all_next && !after_self)) return false;
   for (int r = 0; r < pass.count; ++r) {
     SymbolRequest& request = pass.requests[r];
     if (request.address != nullptr ||
-        !Applies(request, span, after_self, path)) {
+        !Applies(request, object.span, after_self, self_seen, object.path)) {
       continue;
     }
-    if (!table_read) {
-      if (!ReadSymbolTable(*info, &table)) return 0;
-      table_read = true;
+    if (!object.table_ok) {
+      if (info == nullptr || !ReadSymbolTable(*info, &object.table)) {
+        return false;
+      }
+      object.table_ok = true;
     }
+    const SymbolTable& table = object.table;
     const uint32_t index =
         table.gnu_hash != nullptr
-            ? FindInGnuHash(table, request, GnuHash(request.name))
-            : FindInSysvHash(table, request, SysvHash(request.name));
+            ? FindInGnuHash(table, request, GnuHashOf(pass, r))
+            : FindInSysvHash(table, request, SysvHashOf(pass, r));
     if (index == 0) continue;
     request.address = AddressOf(table, index);
-    request.object_base = span.base;
-    request.object_path = path;
+    request.object_base = object.span.base;
+    request.object_path = object.path;
     --pass.unresolved;
   }
-  return pass.unresolved == 0 ? 1 : 0;
+  return pass.unresolved == 0;
+}
+
+int OnObject(dl_phdr_info* info, size_t, void* data) {
+  Pass& pass = *static_cast<Pass*>(data);
+  LoadedObject object = Describe(*info, /*read_table=*/false);
+  return Probe(pass, object, info) ? 1 : 0;
+}
+
+// The loaded objects as the last pass found them, reused while the loader
+// reports no object added or removed since (dl_phdr_info's dlpi_adds and
+// dlpi_subs): the passes at start then decode each object's headers and
+// dynamic section once, not once per pass. One pass at a time uses it
+// (`busy`); a pass that finds it busy, or more objects than it holds, walks
+// the objects itself.
+// A process with more objects than this at some pass stops using it.
+constexpr int kMaxCachedObjects = 16;
+struct ObjectCache {
+  std::atomic<bool> busy{false};
+  bool valid = false;
+  bool overflowed = false;
+  unsigned long long adds = 0;
+  unsigned long long subs = 0;
+  int count = 0;
+  LoadedObject objects[kMaxCachedObjects];
+};
+ObjectCache g_cache;
+
+bool HasCounters(size_t size) {
+  return size >=
+         offsetof(dl_phdr_info, dlpi_subs) + sizeof(dl_phdr_info::dlpi_subs);
+}
+
+// dl_iterate_phdr callback: stops at the first object when the cache is
+// still current, else records every object.
+int Refresh(dl_phdr_info* info, size_t size, void* data) {
+  ObjectCache& cache = *static_cast<ObjectCache*>(data);
+  if (cache.count == 0) {
+    if (!HasCounters(size)) {
+      cache.valid = false;
+      return 1;
+    }
+    if (cache.valid && info->dlpi_adds == cache.adds &&
+        info->dlpi_subs == cache.subs) {
+      return 1;
+    }
+    cache.valid = true;
+    cache.adds = info->dlpi_adds;
+    cache.subs = info->dlpi_subs;
+  }
+  if (cache.count == kMaxCachedObjects) {
+    cache.valid = false;
+    cache.overflowed = true;
+    return 1;
+  }
+  cache.objects[cache.count++] = Describe(*info, /*read_table=*/true);
+  return 0;
+}
+
+// Runs the pass over the cached objects; false (nothing done) when the
+// cache cannot be used.
+bool PassOverCache(Pass& pass) {
+  if (g_cache.busy.exchange(true, std::memory_order_acquire)) return false;
+  if (g_cache.overflowed) {
+    g_cache.busy.store(false, std::memory_order_release);
+    return false;
+  }
+  const int count = g_cache.count;
+  g_cache.count = 0;
+  dl_iterate_phdr(Refresh, &g_cache);
+  if (g_cache.count == 0) g_cache.count = count;  // still current
+  const bool usable = g_cache.valid;
+  if (usable) {
+    for (int i = 0; i < g_cache.count; ++i) {
+      if (Probe(pass, g_cache.objects[i], nullptr)) break;
+    }
+  }
+  g_cache.busy.store(false, std::memory_order_release);
+  return usable;
 }
 
 }  // namespace
@@ -272,14 +395,18 @@ const ElfW(Dyn) * DynamicSection(const dl_phdr_info& info) {
 }
 
 void LookUpSymbols(SymbolRequest* requests, int count) {
-  Pass pass{requests, count, 0, false};
+  NameHashes hashes[kMaxHashedRequests] = {};
+  Pass pass{requests, count, 0, false, hashes, true, true};
   for (int r = 0; r < count; ++r) {
     requests[r].address = nullptr;
     requests[r].object_base = nullptr;
     requests[r].object_path = nullptr;
+    pass.all_next = pass.all_next && requests[r].scope == SymbolScope::kNext;
+    pass.all_before_self =
+        pass.all_before_self && requests[r].scope == SymbolScope::kBeforeSelf;
   }
   pass.unresolved = count;
-  if (count > 0) dl_iterate_phdr(OnObject, &pass);
+  if (count > 0 && !PassOverCache(pass)) dl_iterate_phdr(OnObject, &pass);
 }
 
 void* NextSymbol(const char* name) {

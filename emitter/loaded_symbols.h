@@ -33,6 +33,8 @@
 
 #include <link.h>
 
+#include <cstdint>
+
 namespace ringprof {
 namespace emitter {
 
@@ -41,7 +43,18 @@ enum class SymbolScope {
   kFirst,        // every object (RTLD_DEFAULT)
   kSelf,         // only the object holding this code
   kObjectNamed,  // only the object whose file name is `object_name`
+  kBeforeSelf,   // objects before the one holding this code: what shadows it
 };
+
+// The GNU hash of a symbol name (what DT_GNU_HASH tables are built on), at
+// compile time for fixed names, so that a request need not hash its name.
+constexpr uint32_t GnuSymbolHash(const char* name) {
+  uint32_t hash = 5381;
+  for (; *name != '\0'; ++name) {
+    hash = hash * 33 + static_cast<unsigned char>(*name);
+  }
+  return hash;
+}
 
 struct SymbolRequest {
   const char* name;
@@ -54,10 +67,17 @@ struct SymbolRequest {
   // its name as the loader knows it ("" for the main program).
   const void* object_base = nullptr;
   const char* object_path = nullptr;
+  // GnuSymbolHash(name) when the caller has it; 0: computed when needed.
+  uint32_t gnu_hash = 0;
 };
 
-// Resolves every request in one pass over the loaded objects.
+// Resolves every request in one pass over the loaded objects. Each name is
+// hashed once per pass (up to kMaxHashedRequests of them; further ones once
+// per object), and an object's Bloom filter rejects most names it does not
+// define without touching its symbols, so a pass costs about one hash per
+// name plus one probe per (name, object).
 void LookUpSymbols(SymbolRequest* requests, int count);
+inline constexpr int kMaxHashedRequests = 128;
 
 // dlsym(RTLD_NEXT, name) from libringprof.so: the address or null.
 void* NextSymbol(const char* name);

@@ -4,8 +4,10 @@
 #include "emitter/loaded_symbols.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <cstring>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -108,6 +110,46 @@ TEST(LoadedSymbolsTest, ObjectsAreReported) {
   EXPECT_EQ(requests[2].object_path, nullptr);
   EXPECT_TRUE(ObjectLoaded("libc.so.6"));
   EXPECT_FALSE(ObjectLoaded("libnot-loaded.so.1"));
+}
+
+TEST(LoadedSymbolsTest, CompileTimeHashesFindTheSameDefinitions) {
+  static_assert(GnuSymbolHash("") == 5381, "the GNU hash's seed");
+  for (const char* name : {"malloc", "pthread_mutex_lock", "_ZdlPv"}) {
+    SCOPED_TRACE(name);
+    SymbolRequest hashed{name, SymbolScope::kFirst};
+    hashed.gnu_hash = GnuSymbolHash(name);
+    LookUpSymbols(&hashed, 1);
+    EXPECT_EQ(hashed.address, Look(name, SymbolScope::kFirst));
+  }
+}
+
+TEST(LoadedSymbolsTest, BeforeSelfSearchesOnlyObjectsAheadOfThisCode) {
+  // This code is in the main program, which comes first: nothing is ahead
+  // of it, while libc defines malloc behind it.
+  EXPECT_EQ(Look("malloc", SymbolScope::kBeforeSelf), nullptr);
+  EXPECT_NE(Look("malloc", SymbolScope::kFirst), nullptr);
+}
+
+std::string PayloadPath() {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* workspace = getenv("TEST_WORKSPACE");
+  return std::string(srcdir ? srcdir : ".") + "/" +
+         (workspace ? workspace : "ringprof") +
+         "/examples/workloads/libdlopen_payload.so";
+}
+
+TEST(LoadedSymbolsTest, ObjectsLoadedAndUnloadedBetweenPassesAreSeen) {
+  // The passes reuse what they read of the loaded objects while none is
+  // added or removed: a later dlopen and dlclose must show.
+  EXPECT_EQ(Look("PayloadAllocate", SymbolScope::kFirst), nullptr);
+  void* library = dlopen(PayloadPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  void* function = Look("PayloadAllocate", SymbolScope::kFirst);
+  EXPECT_NE(function, nullptr);
+  EXPECT_EQ(function, dlsym(library, "PayloadAllocate"));
+  ASSERT_EQ(dlclose(library), 0);
+  EXPECT_EQ(Look("PayloadAllocate", SymbolScope::kFirst), nullptr);
+  EXPECT_NE(Look("malloc", SymbolScope::kNext), nullptr);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "emitter/cfi_unwinder.h"
 #include "emitter/fork_child.h"
+#include "emitter/large_table.h"
 #include "emitter/libc_features.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
@@ -31,17 +32,27 @@ struct Module {
   // _dl_find_object (rescans notice unloads then).
   const void* link_map;
   const void* map_start;
+  // The main program: its path is the executable's (ExecutablePath), read
+  // when first emitted rather than at start (a walk through /proc that
+  // costs a fresh process more than the rest of this table).
+  bool main_program;
   char path[kMaxModulePathSize];
 };
 
+// AddObjectLocked's path for the main program (see Module::main_program).
+constexpr char kMainProgram[] = "";
+
 // Written under g_locked. Only [0, g_module_end) has ever been written:
 // loops stop there so the untouched tail never becomes resident memory.
-Module g_modules[kMaxModules];
+RINGPROF_LARGE_TABLE Module g_modules[kMaxModules];
 std::atomic<int> g_module_end{0};
 // Lock-free lookup copy of the used entries' [start, end); end == 0 marks a
 // free entry. Writers set end last.
-std::atomic<uint64_t> g_range_start[kMaxModules];
-std::atomic<uint64_t> g_range_end[kMaxModules];
+struct Range {
+  std::atomic<uint64_t> start;
+  std::atomic<uint64_t> end;
+};
+RINGPROF_LARGE_TABLE Range g_ranges[kMaxModules];
 
 std::atomic<bool> g_locked{false};
 std::atomic<uint64_t> g_last_emit_ns{0};
@@ -63,10 +74,18 @@ void Lock() {
 void Unlock() { g_locked.store(false, std::memory_order_release); }
 
 void Emit(const Module& module) {
+  // Before the ring file exists there is nothing to append to (and no
+  // reason to read the clock): the file's creation records the table.
+  if (!RingFileOpen()) return;
   ringfile::ModuleMap copy = module.record;
   copy.monotonic_ns = MonotonicNowNs();
-  AppendRecord(ringfile::RecordType::kModuleMap, &copy, sizeof(copy),
-               module.path, copy.path_size);
+  const char* path = module.path;
+  if (module.main_program) {
+    path = ExecutablePath();
+    copy.path_size = static_cast<uint16_t>(strnlen(path, kMaxModulePathSize));
+  }
+  AppendRecord(ringfile::RecordType::kModuleMap, &copy, sizeof(copy), path,
+               copy.path_size);
 }
 
 void EmitAllLocked() {
@@ -77,9 +96,9 @@ void EmitAllLocked() {
 }
 
 bool InRange(int m, uint64_t pc) {
-  const uint64_t range_end = g_range_end[m].load(std::memory_order_acquire);
+  const uint64_t range_end = g_ranges[m].end.load(std::memory_order_acquire);
   return pc < range_end &&
-         pc >= g_range_start[m].load(std::memory_order_relaxed);
+         pc >= g_ranges[m].start.load(std::memory_order_relaxed);
 }
 
 // `hint`: the entry that matched last; neighbouring frames are mostly in
@@ -130,6 +149,7 @@ void ReadBuildId(ElfW(Addr) load_bias, const ElfW(Phdr) * phdrs, int phnum,
 // Called with the lock held.
 void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
                      const ElfW(Phdr) * phdrs, int phnum) {
+  const bool main_program = path == kMainProgram;
   size_t path_size = strlen(path);
   if (path_size > kMaxModulePathSize) path_size = kMaxModulePathSize;
   ringfile::ModuleMap record;
@@ -170,6 +190,7 @@ void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
       // Table full: record it once anyway.
       Module transient;
       transient.record = record;
+      transient.main_program = main_program;
       memcpy(transient.path, path, path_size);
       Emit(transient);
       continue;
@@ -178,6 +199,7 @@ void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
     module.used = true;
     module.seen = true;
     module.record = record;
+    module.main_program = main_program;
     memcpy(module.path, path, path_size);
     dl_find_object found;
     const bool found_ok =
@@ -185,10 +207,10 @@ void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
         FindObject(reinterpret_cast<void*>(record.start), &found) == 0;
     module.link_map = found_ok ? found.dlfo_link_map : nullptr;
     module.map_start = found_ok ? found.dlfo_map_start : nullptr;
-    g_range_end[free_index].store(0, std::memory_order_relaxed);
-    g_range_start[free_index].store(record.start, std::memory_order_relaxed);
-    g_range_end[free_index].store(record.start + record.size,
-                                  std::memory_order_release);
+    g_ranges[free_index].end.store(0, std::memory_order_relaxed);
+    g_ranges[free_index].start.store(record.start, std::memory_order_relaxed);
+    g_ranges[free_index].end.store(record.start + record.size,
+                                   std::memory_order_release);
     g_module_end.store(end, std::memory_order_release);
     Emit(module);
   }
@@ -215,12 +237,12 @@ int OnLoadedObject(struct dl_phdr_info* info, size_t, void* data) {
   // names the main program by argv[0] (relative, or any name a caller
   // chose) and the vDSO "": both named here as on glibc.
   if (is_main && IsMainProgram(*info)) {
-    path = ExecutablePath();
+    path = kMainProgram;
   } else if ((path == nullptr || path[0] == '\0') && IsVdso(*info)) {
     path = kVdsoName;
   } else if (path == nullptr || path[0] == '\0') {
     if (!is_main) return 0;  // nameless non-main objects: nothing to find
-    path = ExecutablePath();
+    path = kMainProgram;
   }
   AddObjectLocked(path, info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
   return 0;
@@ -240,14 +262,14 @@ void AddFoundObjectLocked(const dl_find_object& found) {
   const auto* phdrs = reinterpret_cast<const ElfW(Phdr)*>(
       reinterpret_cast<const char*>(ehdr) + ehdr->e_phoff);
   const char* path = map->l_name;
-  if (path == nullptr || path[0] == '\0') path = ExecutablePath();
+  if (path == nullptr || path[0] == '\0') path = kMainProgram;
   AddObjectLocked(path, map->l_addr, phdrs, ehdr->e_phnum);
 }
 
 // Records ModuleUnmap for entry m and frees it. Lock held.
 void DropLocked(int m) {
   Module& module = g_modules[m];
-  g_range_end[m].store(0, std::memory_order_release);
+  g_ranges[m].end.store(0, std::memory_order_release);
   module.used = false;
   ringfile::ModuleUnmap unmap;
   unmap.monotonic_ns = MonotonicNowNs();
@@ -308,7 +330,6 @@ void RecordLoadedModules() {
   Lock();
   int index = 0;
   dl_iterate_phdr(OnLoadedObject, &index);
-  g_last_emit_ns.store(MonotonicNowNs(), std::memory_order_relaxed);
   Unlock();
 }
 

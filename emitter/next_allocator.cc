@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "emitter/arch/arch.h"
+#include "emitter/large_table.h"
 #include "emitter/libc_imports.h"
 #include "emitter/live_set.h"
 #include "emitter/loaded_symbols.h"
@@ -21,7 +22,8 @@ namespace emitter {
 alignas(64) NextAllocator g_next{MallocUnready, FreeUnready, CallocUnready,
                                  ReallocUnready};
 alignas(64) std::atomic<bool> g_next_ready{false};
-alignas(64) unsigned char g_bootstrap_arena[kBootstrapArenaSize];
+RINGPROF_LARGE_TABLE alignas(
+    64) unsigned char g_bootstrap_arena[kBootstrapArenaSize];
 
 namespace {
 
@@ -126,6 +128,7 @@ void* EmulatedCalloc(size_t count, size_t size) {
 // The C allocation API's entries, looked up in one pass (loaded_symbols.h).
 struct CEntry {
   const char* name;
+  uint32_t hash;  // GnuSymbolHash(name)
   void** slot;
   // When the next objects lack the name. glibc's __libc_* (weak: null on
   // musl, whose libc.so always defines the public names).
@@ -134,7 +137,8 @@ struct CEntry {
 
 #define RINGPROF_C_ENTRY(member, fallback)                    \
   {                                                           \
-#member, reinterpret_cast < void**>(&g_next.member),      \
+#member, GnuSymbolHash(#member),                          \
+        reinterpret_cast < void**>(&g_next.member),           \
         reinterpret_cast < void*>                             \
             (static_cast <decltype(g_next.member)>(fallback)) \
   }
@@ -166,10 +170,11 @@ constexpr int kCEntryCount = sizeof(kCEntries) / sizeof(kCEntries[0]);
 // operator new/delete (their mangled names) and their table slots.
 struct CxxEntry {
   const char* name;
+  uint32_t hash;  // GnuSymbolHash(name)
   void** slot;
 };
 #define RINGPROF_CXX_ENTRY(name, member) \
-  { name, reinterpret_cast<void**>(&g_next.member) }
+  { name, GnuSymbolHash(name), reinterpret_cast<void**>(&g_next.member) }
 const CxxEntry kCxxEntries[] = {
     RINGPROF_CXX_ENTRY("_Znwm", new_),
     RINGPROF_CXX_ENTRY("_Znam", new_array),
@@ -264,9 +269,11 @@ void ResolveAll() {
   SymbolRequest requests[kCEntryCount + kCxxEntryCount + 1];
   for (int i = 0; i < kCEntryCount; ++i) {
     requests[i] = {kCEntries[i].name, SymbolScope::kNext};
+    requests[i].gnu_hash = kCEntries[i].hash;
   }
   for (int i = 0; i < kCxxEntryCount; ++i) {
     requests[kCEntryCount + i] = {kCxxEntries[i].name, SymbolScope::kNext};
+    requests[kCEntryCount + i].gnu_hash = kCxxEntries[i].hash;
   }
   requests[kCEntryCount + kCxxEntryCount] = {"__libc_start_main",
                                              SymbolScope::kNext};
@@ -392,6 +399,7 @@ void ResolveNextOperatorNew() {
   SymbolRequest requests[kCxxEntryCount];
   for (int i = 0; i < kCxxEntryCount; ++i) {
     requests[i] = {kCxxEntries[i].name, SymbolScope::kNext};
+    requests[i].gnu_hash = kCxxEntries[i].hash;
   }
   LookUpSymbols(requests, kCxxEntryCount);
   for (int i = 0; i < kCxxEntryCount; ++i) {
@@ -402,17 +410,14 @@ void ResolveNextOperatorNew() {
 }
 
 bool MallocShadowedBy(char* path, size_t path_size) {
-  SymbolRequest requests[] = {{"malloc", SymbolScope::kFirst},
-                              {"malloc", SymbolScope::kSelf}};
-  LookUpSymbols(requests, 2);
-  // (A non-PIE executable that takes malloc's address has a canonical PLT
-  // entry for it, which is no definition: it calls the emitter's malloc.)
-  if (requests[0].address == nullptr ||
-      requests[0].object_base == requests[1].object_base) {
-    return false;
-  }
-  const char* name = *requests[0].object_path != '\0' ? requests[0].object_path
-                                                      : "the program";
+  // A definition before the emitter's is the program's malloc. (A non-PIE
+  // executable that takes malloc's address has a canonical PLT entry for
+  // it, which is no definition: it calls the emitter's malloc.)
+  SymbolRequest request{"malloc", SymbolScope::kBeforeSelf};
+  LookUpSymbols(&request, 1);
+  if (request.address == nullptr) return false;
+  const char* name =
+      *request.object_path != '\0' ? request.object_path : "the program";
   const size_t n = strnlen(name, path_size - 1);
   memcpy(path, name, n);
   path[n] = '\0';
@@ -432,6 +437,11 @@ constexpr int kEntryCount = kCEntryCount + kCxxEntryCount;
 const char* EntryName(int i) {
   return i < kCEntryCount ? kCEntries[i].name
                           : kCxxEntries[i - kCEntryCount].name;
+}
+
+uint32_t EntryHash(int i) {
+  return i < kCEntryCount ? kCEntries[i].hash
+                          : kCxxEntries[i - kCEntryCount].hash;
 }
 
 void** EntrySlot(int i) {
@@ -550,14 +560,33 @@ int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+// Whether an object before the emitter (the program, an earlier preload)
+// defines any entry point. Usually none does: one Bloom-filter probe per
+// name and object says so, without the full lookups below.
+bool AnyEntryShadowed() {
+  SymbolRequest requests[kEntryCount];
+  for (int i = 0; i < kEntryCount; ++i) {
+    requests[i] = {EntryName(i), SymbolScope::kBeforeSelf};
+    requests[i].gnu_hash = EntryHash(i);
+  }
+  LookUpSymbols(requests, kEntryCount);
+  for (const SymbolRequest& request : requests) {
+    if (request.address != nullptr) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool TakeOverShadowedAllocator() {
+  if (!AnyEntryShadowed()) return false;
   // Per entry: the first definition in lookup order, and the emitter's.
   SymbolRequest requests[2 * kEntryCount];
   for (int i = 0; i < kEntryCount; ++i) {
     requests[2 * i] = {EntryName(i), SymbolScope::kFirst};
+    requests[2 * i].gnu_hash = EntryHash(i);
     requests[2 * i + 1] = {EntryName(i), SymbolScope::kSelf};
+    requests[2 * i + 1].gnu_hash = EntryHash(i);
   }
   LookUpSymbols(requests, 2 * kEntryCount);
   Takeover t = {};

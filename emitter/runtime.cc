@@ -24,6 +24,7 @@
 #include "emitter/environment_facts.h"
 #include "emitter/fork_child.h"
 #include "emitter/free_tracker.h"
+#include "emitter/large_table.h"
 #include "emitter/libc_features.h"
 #include "emitter/live_set.h"
 #include "emitter/module_map.h"
@@ -58,7 +59,12 @@ std::atomic<bool> g_ring_pending{false};
 std::atomic<int> g_ring_opening{0};
 Config g_config;
 SamplerParams g_sampler_params;
-char g_executable[1024];
+// The executable's real path, read on first use (ExecutablePath): reading
+// /proc/self/exe walks /proc, which costs a fresh process tens of
+// microseconds, and only a ring file needs it.
+RINGPROF_LARGE_TABLE char g_executable[1024];
+enum ExecutableState : int { kNotRead, kReading, kRead };
+std::atomic<int> g_executable_state{kNotRead};
 
 // Slots of all rings of the current file (sweeps pace themselves by it).
 std::atomic<uint32_t> g_ring_slots{0};
@@ -93,9 +99,15 @@ class PathBuilder {
 };
 
 void ReadExecutablePath() {
+  int state = g_executable_state.load(std::memory_order_acquire);
+  if (state != kNotRead || !g_executable_state.compare_exchange_strong(
+                               state, kReading, std::memory_order_acq_rel)) {
+    return;
+  }
   const ssize_t n =
       readlink("/proc/self/exe", g_executable, sizeof(g_executable) - 1);
   g_executable[n > 0 ? n : 0] = '\0';
+  g_executable_state.store(kRead, std::memory_order_release);
 }
 
 // mkdir -p, each created component with `mode`.
@@ -190,7 +202,7 @@ int CreateRingFile(RingWriter* writer) {
                      std::memory_order_relaxed);
   options.slot_size = geometry.slot_size;
   options.service_name = g_config.service_name;
-  options.executable = g_executable;
+  options.executable = ExecutablePath();
   options.pid = pid;
   options.process_start_ticks = start_ticks;
   // Pre-faulted only where faults are expensive (gVisor): natively, a
@@ -273,8 +285,6 @@ void ConfigureSampler() {
           ? 1000000000ull / static_cast<uint64_t>(g_config.min_samples_per_sec)
           : 0;
 }
-
-const char* LookupEnv(const char* name) { return getenv(name); }
 
 void RecordMainThreadStack() {
   // The initial thread's stack: [rsp now, its top] is the part in use, and
@@ -379,7 +389,14 @@ bool ClockReadIsSystemCall() { return ClockReadIsSlow(); }
 uint32_t RingSlots() { return g_ring_slots.load(std::memory_order_relaxed); }
 
 const Config& SessionConfig() { return g_config; }
-const char* ExecutablePath() { return g_executable; }
+const char* ExecutablePath() {
+  ReadExecutablePath();
+  // Only while another thread is reading it (never on the sampled paths:
+  // the ring file's creation reads it before anything is emitted).
+  return g_executable_state.load(std::memory_order_acquire) == kRead
+             ? g_executable
+             : "";
+}
 void DisableTimingSamples() { g_sampler_params.timing_period_ns = 0; }
 
 const SamplerParams& SessionSamplerParams() { return g_sampler_params; }
@@ -419,19 +436,17 @@ void StartSession() {
   ReentryGuard guard;  // nothing below is sampled
   // The default service name: the name the program was started as (a
   // symlink's, e.g. redis-server -> redis-check-rdb), else the executable's.
-  // (The executable's path is read only when needed: not with
-  // RINGPROF_DISABLE=1.)
+  // (The executable's path is read only when needed: by the ring file's
+  // creation, or here when the program has no name.)
   const bool have_invocation_name =
       program_invocation_name != nullptr && *program_invocation_name != '\0';
-  if (!have_invocation_name) ReadExecutablePath();
-  LoadConfig(LookupEnv, ReportConfigError,
-             have_invocation_name ? program_invocation_name : g_executable,
+  RefreshRingprofEnv();
+  LoadConfig(LookupRingprofEnv, ReportConfigError,
+             have_invocation_name ? program_invocation_name : ExecutablePath(),
              &g_config);
   if (g_config.disabled) return;
   AllowAnyPtracerIfConfigured();
   SetDiagnosticsToStderr(g_config.log_stderr);
-  if (have_invocation_name) ReadExecutablePath();
-  SampleClockInit();
   ConfigureSampler();
   RecordMainThreadStack();
   // (The unwinder needs no warm-up: the CFI walker sets nothing up, and
@@ -487,6 +502,10 @@ void RestartSessionInForkChild() {
   ForgetRecordedTagSets();
   StoreIfDifferent<uint64_t>(g_lost_samples, 0);
   StoreIfDifferent<uint64_t>(g_lost_weight, 0);
+  // A thread of the parent that was reading the executable's path is gone.
+  if (g_executable_state.load(std::memory_order_relaxed) == kReading) {
+    g_executable_state.store(kNotRead, std::memory_order_relaxed);
+  }
   // On in the parent: file open, pending, or being created by a thread
   // that does not exist here (so the child starts its own from scratch).
   const bool on = g_enabled.load(std::memory_order_acquire) ||

@@ -43,6 +43,10 @@ uint64_t ClockNs() {
 std::atomic<bool> g_counter_mode{false};
 uint64_t g_clock_read_ns = 0;
 uint64_t g_counter_read_ns = 0;
+// SampleClockInit's progress: not started, measuring, done (g_clock_read_ns
+// and the TSC calibration published).
+enum InitState : int { kNotMeasured, kMeasuring, kMeasured };
+std::atomic<int> g_init_state{kNotMeasured};
 
 uint64_t ReadCounter() { return arch::ReadCycleCounter(); }
 
@@ -128,11 +132,9 @@ uint64_t CounterNowNs() {
                        static_cast<double>(count - base_count) * ns_per_tick);
 }
 
-}  // namespace
-
-void SampleClockInit() {
-  static std::atomic<bool> initialized{false};
-  if (initialized.exchange(true)) return;
+// Measures a clock read, and calibrates the cycle counter where a read is
+// slow.
+void Measure() {
   constexpr int kReads = 16;
   const uint64_t start = ClockNs();
   for (int i = 0; i < kReads; ++i) ClockNs();
@@ -157,16 +159,36 @@ void SampleClockInit() {
   g_counter_mode.store(true, std::memory_order_release);
 }
 
+}  // namespace
+
+void SampleClockInit() {
+  int state = g_init_state.load(std::memory_order_acquire);
+  if (state != kNotMeasured ||
+      !g_init_state.compare_exchange_strong(state, kMeasuring,
+                                            std::memory_order_acq_rel)) {
+    return;
+  }
+  Measure();
+  g_init_state.store(kMeasured, std::memory_order_release);
+}
+
 uint64_t SampleClockNowNs() {
   if (g_counter_mode.load(std::memory_order_acquire)) return CounterNowNs();
+  if (__builtin_expect(
+          g_init_state.load(std::memory_order_relaxed) == kNotMeasured, 0)) {
+    SampleClockInit();
+    if (g_counter_mode.load(std::memory_order_acquire)) return CounterNowNs();
+  }
   return ClockNs();
 }
 
 bool ClockReadIsSlow() {
+  SampleClockInit();
   return g_clock_read_ns >= arch::kSystemCallClockReadNs;
 }
 
 SampleClockInfo GetSampleClockInfo() {
+  SampleClockInit();
   SampleClockInfo info;
   info.counter = g_counter_mode.load(std::memory_order_acquire);
   info.clock_read_ns = g_clock_read_ns;

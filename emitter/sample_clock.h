@@ -2,8 +2,12 @@
 // every sampled allocation and in the CPU-timer signal handler.
 //
 // Contract: SampleClockNowNs is async-signal-safe, lock-free, allocation-free
-// and never blocks; any thread, any time (before SampleClockInit it reads
-// CLOCK_MONOTONIC). SampleClockInit runs once, from the library constructor.
+// and never blocks; any thread, any time. The first read of the process (or
+// GetSampleClockInfo) runs SampleClockInit, which only reads clocks and the
+// cycle counter: a process that never takes a timestamp spends nothing on
+// it.
+// Threads that read the clock while another measures it read
+// CLOCK_MONOTONIC.
 //
 // Why not always clock_gettime: natively it is a vDSO call (~20 ns), but
 // where the vDSO cannot read the clock it falls back to a system call. In
@@ -36,6 +40,7 @@
 namespace ringprof {
 namespace emitter {
 
+// Measures the clock once per process (later calls return at once).
 void SampleClockInit();
 uint64_t SampleClockNowNs();
 

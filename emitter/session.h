@@ -39,7 +39,8 @@ void EndSession(int exit_status);
 void RestartSessionInForkChild();
 
 const Config& SessionConfig();
-// The main executable's real path (/proc/self/exe at start), "" if unknown.
+// The main executable's real path (/proc/self/exe, read on the first call:
+// the ring file's creation), "" if unknown.
 const char* ExecutablePath();
 const SamplerParams& SessionSamplerParams();
 

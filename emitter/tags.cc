@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "emitter/fork_child.h"
+#include "emitter/large_table.h"
 #include "emitter/runtime.h"
 #include "emitter/thread_state.h"
 #include "ringfile/format.h"
@@ -42,9 +43,9 @@ struct Node {
 
 // Index = id; node 0 is never used (id 0 = no tags). Static storage: the
 // pages of ids never allocated are never touched.
-Node g_nodes[kMaxTagSets + 1];
+RINGPROF_LARGE_TABLE Node g_nodes[kMaxTagSets + 1];
 std::atomic<uint32_t> g_last_id{0};
-std::atomic<uint32_t> g_slots[kSlots];
+RINGPROF_LARGE_TABLE std::atomic<uint32_t> g_slots[kSlots];
 std::atomic<uint64_t> g_table_full{0};
 std::atomic<uint64_t> g_too_deep{0};
 

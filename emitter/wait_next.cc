@@ -27,6 +27,19 @@ RINGPROF_WAIT_FUNCTIONS(RINGPROF_WAIT_NEXT_STUB)
 RINGPROF_WAIT_FUNCTIONS(RINGPROF_WAIT_NEXT_MISSING)
 #undef RINGPROF_WAIT_NEXT_MISSING
 
+// The names, with their hashes computed at compile time.
+struct WaitName {
+  const char* name;
+  uint32_t hash;
+};
+constexpr WaitName kWaitNames[] = {
+#define RINGPROF_WAIT_NEXT_NAME(name, ret, params, args, fail) \
+  {#name, GnuSymbolHash(#name)},
+    RINGPROF_WAIT_FUNCTIONS(RINGPROF_WAIT_NEXT_NAME)
+#undef RINGPROF_WAIT_NEXT_NAME
+};
+constexpr int kWaitNameCount = sizeof(kWaitNames) / sizeof(kWaitNames[0]);
+
 }  // namespace
 
 #define RINGPROF_WAIT_NEXT_INIT(name, ret, params, args, fail) \
@@ -37,13 +50,12 @@ WaitNext g_wait_next = {RINGPROF_WAIT_FUNCTIONS(RINGPROF_WAIT_NEXT_INIT)};
 void ResolveWaitNext() {
   ReentryGuard guard;  // nothing the lookup does is sampled
   const int saved_errno = errno;
-  SymbolRequest requests[] = {
-#define RINGPROF_WAIT_NEXT_REQUEST(name, ret, params, args, fail) \
-  {#name, SymbolScope::kNext},
-      RINGPROF_WAIT_FUNCTIONS(RINGPROF_WAIT_NEXT_REQUEST)
-#undef RINGPROF_WAIT_NEXT_REQUEST
-  };
-  LookUpSymbols(requests, sizeof(requests) / sizeof(requests[0]));
+  SymbolRequest requests[kWaitNameCount];
+  for (int i = 0; i < kWaitNameCount; ++i) {
+    requests[i] = {kWaitNames[i].name, SymbolScope::kNext};
+    requests[i].gnu_hash = kWaitNames[i].hash;
+  }
+  LookUpSymbols(requests, kWaitNameCount);
   int i = 0;
 #define RINGPROF_WAIT_NEXT_STORE(name, ret, params, args, fail)  \
   g_wait_next.name =                                             \
