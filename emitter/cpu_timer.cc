@@ -415,8 +415,9 @@ void AccountSkippedThread() {
                nullptr, 0);
 }
 
-// `first_thread`: see ReserveSlot.
-void ArmCurrentThread(bool first_thread = false) {
+// `first_thread`: see ReserveSlot. `known_tid`: the thread's id when the
+// caller has it (0: asked for here).
+void ArmCurrentThread(bool first_thread = false, pid_t known_tid = 0) {
   if (g_state.load(std::memory_order_acquire) != State::kRunning) return;
   if (t_timer.slot >= 0) return;
   // A thread that starts with every signal blocked (inherited across exec,
@@ -437,7 +438,8 @@ void ArmCurrentThread(bool first_thread = false) {
     sigaddset(&ours, g_signal);
     RawSigmask(SIG_UNBLOCK, &ours, nullptr);
   }
-  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  const pid_t tid =
+      known_tid != 0 ? known_tid : static_cast<pid_t>(syscall(SYS_gettid));
   const int slot = ReserveSlot(tid, first_thread);
   if (slot < 0) {
     SkipCurrentThread();
@@ -606,9 +608,10 @@ void CpuTimerAfterForkChild() {
   ForEachUsedSlot(
       [](int slot) { StoreIfDifferent<int64_t>(Registry(slot), kFree); });
   g_used_chunks.store(0, std::memory_order_relaxed);
-  g_owner_pid = getpid();
+  // The child's only thread: its id is the process's.
+  g_owner_pid = static_cast<pid_t>(syscall(SYS_getpid));
   t_timer.slot = -1;
-  ArmCurrentThread(/*first_thread=*/true);
+  ArmCurrentThread(/*first_thread=*/true, g_owner_pid);
 }
 
 void CpuTimerShutdown() {

@@ -270,6 +270,9 @@ void ReportCreateFailure(int error) {
 // Opens the session's ring file; false (reported) when it cannot.
 bool OpenRing() {
   if (g_writer == nullptr) g_writer = new (g_writer_storage) RingWriter();
+  // A fork child still maps its parent's file (RestartSessionInForkChild
+  // leaves it for the child's first record): only the child's view goes.
+  if (g_writer->ok()) g_writer->Close();
   const int error = CreateRingFile(g_writer);
   if (error != 0) {
     ReportCreateFailure(error);
@@ -513,7 +516,8 @@ void RestartSessionInForkChild() {
                   g_ring_opening.load(std::memory_order_relaxed) > 0;
   StoreIfDifferent(g_enabled, false, std::memory_order_release);
   StoreIfDifferent(g_ring_opening, 0);
-  if (g_writer != nullptr) g_writer->Close();  // the child's mapping only
+  // The parent's file stays mapped here, unwritten, until the child makes
+  // its own (OpenRing): most children only exec, which unmaps it anyway.
   StoreIfDifferent(g_ring_pending, on, std::memory_order_release);
 }
 

@@ -31,11 +31,12 @@ void CreatePendingRing();
 // mapping stays (other threads may still be appending).
 void EndSession(int exit_status);
 
-// After fork, in the child: forgets the parent's ring file (unmapping only
-// the child's view) and resets the calling thread's TLS. The child's own
-// file is created by its first record (AppendRecord, possibly inside malloc
-// or a signal handler: creation is syscalls only), which re-records the
-// module map first; a child that only execs creates no file.
+// After fork, in the child: stops writing to the parent's ring file and
+// resets the calling thread's TLS. The child's own file is created by its
+// first record (AppendRecord, possibly inside malloc or a signal handler:
+// creation is syscalls only), which unmaps the child's view of the parent's
+// file and re-records the module map first; a child that only execs creates
+// no file and unmaps nothing (exec does).
 void RestartSessionInForkChild();
 
 const Config& SessionConfig();
