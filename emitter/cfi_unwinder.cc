@@ -715,17 +715,24 @@ bool StepThroughLinkRegister(Frame& frame, const StackBounds& stack) {
 }
 
 // musl on AArch64: its libc keeps frame records but has no unwind tables.
-// The caller of an untabled frame is the link register's address (above)
-// or the one in the frame record x29 points at (a function that made
-// calls). The caller's stack pointer then follows from its own rule: its
-// CFA is fp + offset when fp-based, or the address of its frame record (its
-// x29) + 8 * the slot its rule saves x29 in. Updates `frame` to the caller.
-bool StepThroughFrameRecord(Frame& frame, const StackBounds& stack) {
-  if (!stack.Holds(frame.fp, frame.sp, 16)) return false;
-  const uint64_t pc = LoadReturnAddress(frame.fp + arch::kFrameRecordRaOffset);
-  const uint64_t fp = Load(frame.fp + arch::kFrameRecordFpOffset);
-  const uint64_t floor = frame.fp + 16;
-  if (fp != 0 && fp <= frame.fp) return false;  // records go up the stack
+// The interrupted frame's caller is the link register's address when it is
+// a call site (a leaf, or a function still in its prologue, returns there;
+// one that made calls since has a stale link register pointing back into
+// itself, which makes it its own caller once, and its record then leads
+// on); any other frame's is the one in the frame record x29 points at (a
+// function that made calls). A caller with unwind tables then gets its
+// stack pointer from its own rule: its CFA is fp + offset when fp-based, or
+// the address of its frame record (its x29) + 8 * the slot its rule saves
+// x29 in, or, for code that keeps no frame record (-fomit-frame-pointer),
+// the nearest 16-byte-aligned stack pointer above the callee's record from
+// which the caller's frame unwinds one step further. Updates `frame` to the
+// caller.
+constexpr int kScanSlots = kScanWords / 2;  // 16-byte stack slots
+
+// The caller's frame, given its return address `pc`, its fp and the lowest
+// address its stack pointer can have.
+bool EnterCaller(uint64_t pc, uint64_t fp, uint64_t floor,
+                 const StackBounds& stack, Frame& frame) {
   Rule rule;
   if (!IsReturnAddress(pc, &rule)) {
     // Another untabled frame (libc calling libc): its record is above.
@@ -735,19 +742,49 @@ bool StepThroughFrameRecord(Frame& frame, const StackBounds& stack) {
   }
   uint64_t sp = floor;
   if (rule.kind == Rule::kStep) {
-    uint64_t cfa;
-    if (rule.cfa_from_fp) {
-      cfa = fp + rule.cfa_offset;
-    } else if (rule.fp_slot != 0) {
-      cfa = fp + 8 * uint64_t{rule.fp_slot};
-    } else {
+    const uint64_t cfa = rule.cfa_from_fp    ? fp + rule.cfa_offset
+                         : rule.fp_slot != 0 ? fp + 8 * uint64_t{rule.fp_slot}
+                                             : 0;
+    if (cfa != 0 && UnwindsFurther(rule, cfa, floor, stack)) {
+      sp = cfa - rule.cfa_offset;
+    } else if (rule.cfa_from_fp) {
       return false;
+    } else {
+      int i = 0;
+      for (; i < kScanSlots; ++i) {
+        const uint64_t candidate = floor + 16 * static_cast<uint64_t>(i);
+        if (!stack.Holds(candidate, floor)) return false;
+        if (UnwindsFurther(rule, candidate + rule.cfa_offset, candidate,
+                           stack)) {
+          break;
+        }
+      }
+      if (i == kScanSlots) return false;
+      sp = floor + 16 * static_cast<uint64_t>(i);
     }
-    if (!UnwindsFurther(rule, cfa, floor, stack)) return false;
-    sp = cfa - rule.cfa_offset;
   }
   frame = {pc, sp, fp, 0, false, false};
   return true;
+}
+
+bool StepThroughFrameRecord(Frame& frame, const StackBounds& stack) {
+  const bool record = stack.Holds(frame.fp, frame.sp, 16);
+  if (frame.interrupted && frame.lr_known) {
+    const uint64_t pc = arch::StripReturnAddress(frame.lr);
+    // Still in its prologue, with its record pushed: the caller's fp is
+    // the record's.
+    const bool pushed =
+        record &&
+        LoadReturnAddress(frame.fp + arch::kFrameRecordRaOffset) == pc;
+    const uint64_t fp =
+        pushed ? Load(frame.fp + arch::kFrameRecordFpOffset) : frame.fp;
+    if (EnterCaller(pc, fp, frame.sp, stack, frame)) return true;
+  }
+  if (!record) return false;
+  const uint64_t pc = LoadReturnAddress(frame.fp + arch::kFrameRecordRaOffset);
+  const uint64_t fp = Load(frame.fp + arch::kFrameRecordFpOffset);
+  if (fp != 0 && fp <= frame.fp) return false;  // records go up the stack
+  return EnterCaller(pc, fp, frame.fp + 16, stack, frame);
 }
 
 }  // namespace
