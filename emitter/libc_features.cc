@@ -190,7 +190,7 @@ __attribute__((constructor(101))) void ResolveLibcFeatures() {
       {"_dl_find_object", SymbolScope::kFirst, "GLIBC_2.35"},
       {"strerrorname_np", SymbolScope::kFirst, "GLIBC_2.32"},
       // glibc's loader's; not imported (it would make ld.so a dependency).
-      {"__libc_stack_end", SymbolScope::kFirst, "GLIBC_2.2.5"},
+      {"__libc_stack_end", SymbolScope::kFirst, arch::kGlibcFirstVersion},
   };
   LookUpSymbols(requests, 3);
   g_libc_stack_end = static_cast<void**>(requests[2].address);

@@ -387,6 +387,19 @@ TEST_F(WithoutDlFindObjectTest, FindObjectDescribesObjectsLoadedAtStart) {
   EXPECT_NE(FindObject(&on_stack, &found), 0);
 }
 
+// The initial thread's stack top (the unwinder's bound there): glibc's
+// __libc_stack_end, found under the architecture's symbol version. (Not
+// musl's fallback, the environment vector: a new variable moves glibc's to
+// the heap.)
+TEST(LibcFeaturesTest, InitialStackTopIsJustAboveTheMainThreadsStack) {
+  ASSERT_EQ(setenv("RINGPROF_TEST_NEW_VARIABLE", "1", 1), 0);
+  int local = 0;
+  const uintptr_t here = reinterpret_cast<uintptr_t>(&local);
+  const uintptr_t top = InitialStackTop();
+  EXPECT_GT(top, here);
+  EXPECT_LT(top - here, uintptr_t{64} << 20);
+}
+
 TEST(RuntimeTest, DisabledUntilASessionStarts) {
   EXPECT_FALSE(Enabled());
   const int payload = 1;

@@ -139,6 +139,10 @@ inline constexpr bool kLibgccInSignalHandlers = false;
 // ---------------------------------------------------------------------------
 // The dynamic loader.
 
+// The version of glibc's symbols as old as the port: AArch64's first glibc
+// (2.17).
+inline constexpr char kGlibcFirstVersion[] = "GLIBC_2.17";
+
 inline constexpr uint32_t kJumpSlotRelocation = R_AARCH64_JUMP_SLOT;
 inline constexpr uint32_t kGlobDatRelocation = R_AARCH64_GLOB_DAT;
 

@@ -36,7 +36,8 @@
 //    in a signal handler (libc_features.h, LibgccIsSignalSafe);
 //  - what the dynamic loader does that the emitter repeats: ElfRelocation
 //    types of GOT slots (kJumpSlotRelocation, kGlobDatRelocation) and
-//    CallIfuncResolver().
+//    CallIfuncResolver(); kGlibcFirstVersion, the symbol version of what
+//    glibc has had since its port to the architecture.
 //
 // Every function here is async-signal-safe, lock-free and allocation-free.
 #ifndef RINGPROF_EMITTER_ARCH_ARCH_H_

@@ -112,6 +112,10 @@ inline constexpr bool kLibgccInSignalHandlers = true;
 // ---------------------------------------------------------------------------
 // The dynamic loader.
 
+// The version of glibc's symbols as old as the port: x86-64's first glibc
+// (2.2.5).
+inline constexpr char kGlibcFirstVersion[] = "GLIBC_2.2.5";
+
 inline constexpr uint32_t kJumpSlotRelocation = R_X86_64_JUMP_SLOT;
 inline constexpr uint32_t kGlobDatRelocation = R_X86_64_GLOB_DAT;
 

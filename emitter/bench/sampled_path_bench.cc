@@ -4,9 +4,13 @@
 // its two parts, CaptureStack and the ring append, on their own. Prints the
 // median over batches of 1000 calls of the thread CPU time per call.
 //
-// Usage: sampled_path_bench RING_DIR [BATCHES]
+// Usage: sampled_path_bench RING_DIR [BATCHES [CALLS [PART]]]
+//   CALLS per batch (default 1000); PART sample, capture or append runs that
+//   part only (default all three). tools/bench.d/aarch64 counts the
+//   instructions of one part as the difference of two runs with other CALLS.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <algorithm>
@@ -23,7 +27,8 @@ namespace {
 
 constexpr int kTargetFrames = 32;
 int g_batches = 30;
-constexpr int kBatchSize = 1000;
+int g_batch_size = 1000;
+const char* g_part = "all";
 
 struct Result {
   // Per batch: thread CPU nanoseconds per call.
@@ -42,8 +47,8 @@ uint64_t ThreadCpuNs() {
 template <typename Fn>
 double CpuNsPerCall(Fn fn) {
   const uint64_t start = ThreadCpuNs();
-  for (int i = 0; i < kBatchSize; ++i) fn();
-  return static_cast<double>(ThreadCpuNs() - start) / kBatchSize;
+  for (int i = 0; i < g_batch_size; ++i) fn();
+  return static_cast<double>(ThreadCpuNs() - start) / g_batch_size;
 }
 
 void Measure(Result& result) {
@@ -53,12 +58,17 @@ void Measure(Result& result) {
   result.frames = CaptureStack(frames, 128, 0, &truncated);
   ringfile::AllocSample record = {};
   record.frame_count = kTargetFrames;
+  // One part's CPU time per call, or 0 when PART leaves it out.
+  const auto part = [](const char* name, auto fn) -> double {
+    if (strcmp(g_part, "all") != 0 && strcmp(g_part, name) != 0) return 0;
+    return CpuNsPerCall(fn);
+  };
   for (int batch = 0; batch < g_batches; ++batch) {
     result.sample.push_back(
-        CpuNsPerCall([&] { SampleAllocation(block, sizeof(block)); }));
+        part("sample", [&] { SampleAllocation(block, sizeof(block)); }));
     result.capture.push_back(
-        CpuNsPerCall([&] { CaptureStack(frames, 128, 0, &truncated); }));
-    result.append.push_back(CpuNsPerCall([&] {
+        part("capture", [&] { CaptureStack(frames, 128, 0, &truncated); }));
+    result.append.push_back(part("append", [&] {
       AppendRecord(ringfile::RecordType::kAllocSample, &record, sizeof(record),
                    frames, sizeof(uint64_t) * kTargetFrames);
     }));
@@ -83,6 +93,9 @@ double Median(std::vector<double> v) {
 int Main(int argc, char** argv) {
   if (argc < 2) return 2;
   if (argc > 2) g_batches = atoi(argv[2]);
+  if (argc > 3) g_batch_size = atoi(argv[3]);
+  if (argc > 4) g_part = argv[4];
+  if (g_batches < 1 || g_batch_size < 1) return 2;
   setenv("RINGPROF_DIR", argv[1], 1);
   setenv("RINGPROF_SAMPLE_BYTES", "1", 1);
   setenv("RINGPROF_MIN_SAMPLES_PER_SEC", "0", 1);
