@@ -63,15 +63,20 @@ grep -qF '[hotloop] 0x' "${tmp}/nowhere.names" ||
 # as it is (and has no such file). hotloop is a child started once the
 # namespace is set up, as a container's processes are (a process that
 # moves to another namespace after its ring was seen is read through the
-# root it had then).
+# root it had then). A background sleep keeps the namespace, and so its
+# /usr/lib/debug mount, alive after hotloop exits, as a container's other
+# processes do: the collector names the last window's frames after the
+# workload has gone (a namespace gone by then takes its mounts with it).
 if unshare --mount --propagation private true 2>/dev/null; then
   place_binary "${tmp}/bin/global"
   mkdir -p "${tmp}/debugroot/${tmp}/bin/global"
   cp "${tmp}/hotloop.debug" "${tmp}/debugroot/${tmp}/bin/global/hotloop.debug"
   [[ ! -e "/usr/lib/debug/${tmp}/bin/global/hotloop.debug" ]] || fail "the host has the file"
   profile global unshare --mount --propagation private \
-    sh -c 'mount --bind "$1" /usr/lib/debug && "$2" "$3"; exit $?' sh \
-    "${tmp}/debugroot" "${tmp}/bin/global/hotloop" "${rounds}"
+    sh -c 'mount --bind "$1" /usr/lib/debug || exit 1
+           sleep 300 & echo $! >"$4"; "$2" "$3"' sh \
+    "${tmp}/debugroot" "${tmp}/bin/global/hotloop" "${rounds}" "${tmp}/holder"
+  kill "$(cat "${tmp}/holder")" 2>/dev/null
   named global
 else
   echo "unshare --mount is not permitted here (not root?): the workload-root" \
