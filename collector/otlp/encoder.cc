@@ -1,6 +1,8 @@
 #include "collector/otlp/encoder.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -270,24 +272,37 @@ std::string ProfileId(const std::string& base, int index) {
   return id;
 }
 
-// The OTLP period type's type: the pprof's, or the kind's name for kinds
-// the table names so (encoder.h).
-absl::StatusOr<std::string> PeriodTypeName(const Profile& pprof,
-                                           const TableImporter& tables,
-                                           ProfileKind kind) {
-  const ProfileKindInfo& info = KindInfo(kind);
-  if (info.otlp == OtlpNaming::kNameAsPeriodType) return std::string(info.name);
-  return tables.PprofString(pprof.period_type().type());
+// How a pprof's values read in OTLP: its sample types (the pprof's, or
+// OpenTelemetry's CPU convention's samples/count), its period type and
+// period, and what each value is divided by.
+struct OtlpShape {
+  std::vector<std::pair<std::string, std::string>> sample_types;
+  std::string period_type, period_unit;
+  int64_t period = 1;
+  int64_t divisor = 1;
+};
+
+// The largest period that divides the pprof's period and every value: the
+// sampling period when each sample is worth one (timer samples, ticks),
+// else a divisor of it (a sample worth more or less: CPU time a dropped
+// sample left to the next, a thread that was not sampled, a period that
+// changed), down to 1 ns; so that count x period is every value exactly.
+int64_t WholePeriod(const Profile& pprof) {
+  int64_t period = pprof.period();
+  for (const auto& sample : pprof.sample()) {
+    for (int64_t value : sample.value()) {
+      if (period == 1) return 1;
+      if (value != 0) period = std::gcd(period, value < 0 ? -value : value);
+    }
+  }
+  return period;
 }
 
-absl::Status InitProfiles(const Profile& pprof, const TableImporter& tables,
-                          const std::string& profile_id, ProfileKind kind,
-                          Dictionary* dict, pb::ScopeProfiles* scope) {
-  absl::StatusOr<std::string> period_type = PeriodTypeName(pprof, tables, kind);
-  absl::StatusOr<std::string> period_unit =
-      tables.PprofString(pprof.period_type().unit());
-  if (!period_type.ok()) return period_type.status();
-  if (!period_unit.ok()) return period_unit.status();
+absl::StatusOr<OtlpShape> ShapeOf(const Profile& pprof,
+                                  const TableImporter& tables,
+                                  ProfileKind kind) {
+  const ProfileKindInfo& info = KindInfo(kind);
+  OtlpShape shape;
   for (int i = 0; i < pprof.sample_type_size(); ++i) {
     absl::StatusOr<std::string> type =
         tables.PprofString(pprof.sample_type(i).type());
@@ -295,22 +310,57 @@ absl::Status InitProfiles(const Profile& pprof, const TableImporter& tables,
         tables.PprofString(pprof.sample_type(i).unit());
     if (!type.ok()) return type.status();
     if (!unit.ok()) return unit.status();
+    shape.sample_types.emplace_back(*std::move(type), *std::move(unit));
+  }
+  absl::StatusOr<std::string> period_type =
+      tables.PprofString(pprof.period_type().type());
+  absl::StatusOr<std::string> period_unit =
+      tables.PprofString(pprof.period_type().unit());
+  if (!period_type.ok()) return period_type.status();
+  if (!period_unit.ok()) return period_unit.status();
+  shape.period_type = *std::move(period_type);
+  shape.period_unit = *std::move(period_unit);
+  // A pprof period of 0 says the values are already scaled to every
+  // event (the collector's memory profiles: unbiased estimates); OTLP
+  // consumers divide by nothing and Pyroscope names a profile by its
+  // period type only when the period is set, so say 1 (each unit counts
+  // itself).
+  shape.period = pprof.period() > 0 ? pprof.period() : 1;
+  switch (info.otlp) {
+    case OtlpNaming::kCpuSamples:
+      if (shape.sample_types.size() == 1 && pprof.period() > 0) {
+        shape.sample_types[0] = {"samples", "count"};
+        shape.period_type = info.period_type;
+        shape.period_unit = info.period_unit;
+        shape.period = shape.divisor = WholePeriod(pprof);
+      }
+      break;
+    case OtlpNaming::kNameAsPeriodType:
+      shape.period_type = info.name;
+      break;
+  }
+  return shape;
+}
+
+// `value` in periods of `divisor`, which divides it (WholePeriod).
+int64_t InPeriods(int64_t value, int64_t divisor) { return value / divisor; }
+
+void InitProfiles(const Profile& pprof, const OtlpShape& shape,
+                  const std::string& profile_id, Dictionary* dict,
+                  pb::ScopeProfiles* scope) {
+  for (size_t i = 0; i < shape.sample_types.size(); ++i) {
     pb::Profile* out = scope->add_profiles();
-    out->mutable_sample_type()->set_type_strindex(dict->Str(*type));
-    out->mutable_sample_type()->set_unit_strindex(dict->Str(*unit));
+    out->mutable_sample_type()->set_type_strindex(
+        dict->Str(shape.sample_types[i].first));
+    out->mutable_sample_type()->set_unit_strindex(
+        dict->Str(shape.sample_types[i].second));
     out->set_time_unix_nano(static_cast<uint64_t>(pprof.time_nanos()));
     out->set_duration_nano(static_cast<uint64_t>(pprof.duration_nanos()));
-    out->mutable_period_type()->set_type_strindex(dict->Str(*period_type));
-    out->mutable_period_type()->set_unit_strindex(dict->Str(*period_unit));
-    // A pprof period of 0 says the values are already scaled to every
-    // event (the collector's memory profiles: unbiased estimates); OTLP
-    // consumers divide by nothing and Pyroscope names a profile by its
-    // period type only when the period is set, so say 1 (each unit counts
-    // itself).
-    out->set_period(pprof.period() != 0 ? pprof.period() : 1);
-    out->set_profile_id(ProfileId(profile_id, i));
+    out->mutable_period_type()->set_type_strindex(dict->Str(shape.period_type));
+    out->mutable_period_type()->set_unit_strindex(dict->Str(shape.period_unit));
+    out->set_period(shape.period);
+    out->set_profile_id(ProfileId(profile_id, static_cast<int>(i)));
   }
-  return absl::OkStatus();
 }
 
 // The resource's service.name as a dictionary attribute; 0 when none.
@@ -342,11 +392,9 @@ absl::StatusOr<ExportRequest> EncodeProfile(
   *rp->mutable_resource() = resource;
   pb::ScopeProfiles* scope = rp->add_scope_profiles();
   scope->mutable_scope()->set_name(kScopeName);
-  if (absl::Status s =
-          InitProfiles(pprof, tables, profile_id, kind, &dict, scope);
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<OtlpShape> shape = ShapeOf(pprof, tables, kind);
+  if (!shape.ok()) return shape.status();
+  InitProfiles(pprof, *shape, profile_id, &dict, scope);
   const int32_t service = ServiceAttribute(resource, &dict);
   for (const auto& sample : pprof.sample()) {
     absl::StatusOr<SampleKey> key = EncodeSampleKey(sample, tables, &dict);
@@ -354,13 +402,14 @@ absl::StatusOr<ExportRequest> EncodeProfile(
     if (service != 0) key->attributes.push_back(service);
     const int n = std::min(sample.value_size(), scope->profiles_size());
     for (int i = 0; i < n; ++i) {
-      if (sample.value(i) == 0) continue;
+      const int64_t value = InPeriods(sample.value(i), shape->divisor);
+      if (value == 0) continue;
       pb::Sample* out = scope->mutable_profiles(i)->add_samples();
       out->set_stack_index(key->stack);
       out->mutable_attribute_indices()->Add(key->attributes.begin(),
                                             key->attributes.end());
       out->set_link_index(key->link);
-      out->add_values(sample.value(i));
+      out->add_values(value);
     }
   }
   return request;

@@ -6,9 +6,10 @@
 //   * one OTLP Profile per pprof sample type (OTLP profiles carry a single
 //     value type), all in one ResourceProfiles / ScopeProfiles ("ringprof")
 //     and sharing one dictionary; period_type, period, time and duration
-//     copied from the pprof, except that a period of 0 (values already
-//     scaled to every event: the memory profiles) becomes 1; a sample whose
-//     value of a type is 0 is left out of that type's profile;
+//     copied from the pprof (period types as below), except that a period
+//     of 0 (values already scaled to every event: the memory profiles)
+//     becomes 1; a sample whose value of a type is 0 is left out of that
+//     type's profile;
 //   * mappings keep addresses, offset and filename; a build id becomes the
 //     mapping attribute process.executable.build_id.gnu, so a backend can
 //     symbolize addresses the collector could not;
@@ -24,13 +25,17 @@
 //     Pyroscope v2.2.1 does not resolve;
 //   * profile_id is derived from `profile_id` (16 bytes), so retries of one
 //     request carry the same ids;
-//   * the lock-contention and blocking profiles (ProfileKind kMutex and
-//     kBlock) share Go's period type, contentions/count. OTLP has no
-//     profile name, and Pyroscope names an OTLP profile by its period type,
-//     so both would land in one series there: for the kinds the table
-//     names so (OtlpNaming::kNameAsPeriodType) the period type is the
-//     kind's name (mutex/count, block/count). Every other profile keeps
-//     the pprof's.
+//   * names as Pyroscope's Push path has them, as far as its OTLP ingest
+//     allows: it stores OpenTelemetry's CPU convention (one sample type
+//     samples/count over a cpu/nanoseconds period) as "process_cpu", with
+//     each value times the period, and names every other profile by its
+//     period type. So the CPU profile (OtlpNaming::kCpuSamples in the
+//     kinds table) goes as samples/count, its values in whole periods
+//     (each timer sample or tick is worth one period), and the other kinds
+//     (kNameAsPeriodType) take the kind's name as their period type
+//     (memory/bytes, mutex/count, block/count): memory keeps its name, and
+//     the lock-contention and blocking profiles, which share Go's
+//     contentions/count, do not land in one series.
 // Resource attributes are the caller's (resource.h); keys and string values
 // go inline (KeyValue.key / string_value), as every consumer reads them.
 //

@@ -52,9 +52,11 @@ TEST(EncodeProfile, CpuProfileKeepsTypesStacksTagsAndSpans) {
   EXPECT_EQ(scope.scope().name(), "ringprof");
   ASSERT_EQ(scope.profiles_size(), 1);
   const pb::Profile& prof = scope.profiles(0);
-  EXPECT_EQ(S(*r, prof.sample_type().type_strindex()), "cpu");
-  EXPECT_EQ(S(*r, prof.sample_type().unit_strindex()), "nanoseconds");
+  // OpenTelemetry's CPU convention, which Pyroscope stores as process_cpu.
+  EXPECT_EQ(S(*r, prof.sample_type().type_strindex()), "samples");
+  EXPECT_EQ(S(*r, prof.sample_type().unit_strindex()), "count");
   EXPECT_EQ(S(*r, prof.period_type().type_strindex()), "cpu");
+  EXPECT_EQ(S(*r, prof.period_type().unit_strindex()), "nanoseconds");
   EXPECT_EQ(prof.period(), 10'000'000);
   EXPECT_EQ(prof.time_unix_nano(), 1'700'000'000'000'000'000u);
   EXPECT_EQ(prof.duration_nano(), 10'000'000'000u);
@@ -62,7 +64,8 @@ TEST(EncodeProfile, CpuProfileKeepsTypesStacksTagsAndSpans) {
 
   ASSERT_EQ(prof.samples_size(), 2);
   const pb::Sample& hot = prof.samples(0);
-  EXPECT_EQ(hot.values(0), 30'000'000);
+  EXPECT_EQ(hot.values(0), 3);  // periods: 30 ms of CPU time
+  EXPECT_EQ(prof.samples(1).values(0), 1);
   const auto& stack = r->dictionary().stack_table(hot.stack_index());
   ASSERT_EQ(stack.location_indices_size(), 2);
   EXPECT_EQ(FunctionOf(*r, stack.location_indices(0)), "hot");  // leaf first
@@ -130,7 +133,9 @@ TEST(EncodeProfile, MemoryProfileBecomesOneProfilePerTypeWithSameTotals) {
   std::map<std::string, int> samples;
   for (const pb::Profile& prof : scope.profiles()) {
     const std::string type = S(*r, prof.sample_type().type_strindex());
-    EXPECT_EQ(S(*r, prof.period_type().type_strindex()), "space");
+    // Named "memory" by Pyroscope, as through Push.
+    EXPECT_EQ(S(*r, prof.period_type().type_strindex()), "memory");
+    EXPECT_EQ(S(*r, prof.period_type().unit_strindex()), "bytes");
     EXPECT_EQ(prof.period(), 1);  // the pprof's 0: values already scaled
     for (const pb::Sample& s : prof.samples()) {
       ASSERT_EQ(s.values_size(), 1);
@@ -145,6 +150,40 @@ TEST(EncodeProfile, MemoryProfileBecomesOneProfilePerTypeWithSameTotals) {
   EXPECT_EQ(samples["inuse_space"], 1);  // the zero-valued sample is left out
   // Distinct ids per profile of one request.
   EXPECT_NE(scope.profiles(0).profile_id(), scope.profiles(1).profile_id());
+}
+
+// A value that is not a whole number of sampling periods (CPU time a
+// dropped sample left to the next, a thread that was not sampled) makes
+// the period the largest that divides every value: the totals stay exact.
+TEST(EncodeProfile, CpuPeriodDividesEveryValue) {
+  PprofFixture f({{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, 1'000);
+  f.AddSample({1}, {2'500});
+  f.AddSample({2}, {1'000});
+  f.AddSample({2, 1}, {0});
+  absl::StatusOr<ExportRequest> r =
+      EncodeProfile(f.p, Resource(), "", ProfileKind::kCpu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const pb::Profile& prof =
+      r->resource_profiles(0).scope_profiles(0).profiles(0);
+  EXPECT_EQ(S(*r, prof.sample_type().type_strindex()), "samples");
+  EXPECT_EQ(prof.period(), 500);
+  ASSERT_EQ(prof.samples_size(), 2);
+  EXPECT_EQ(prof.samples(0).values(0), 5);
+  EXPECT_EQ(prof.samples(1).values(0), 2);
+}
+
+// Without a period there is no convention to follow: the pprof's types.
+TEST(EncodeProfile, CpuProfileWithoutPeriodKeepsItsTypes) {
+  PprofFixture f({{"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, 0);
+  f.AddSample({1}, {2'500});
+  absl::StatusOr<ExportRequest> r =
+      EncodeProfile(f.p, Resource(), "", ProfileKind::kCpu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const pb::Profile& prof =
+      r->resource_profiles(0).scope_profiles(0).profiles(0);
+  EXPECT_EQ(S(*r, prof.sample_type().type_strindex()), "cpu");
+  EXPECT_EQ(prof.period(), 1);
+  EXPECT_EQ(prof.samples(0).values(0), 2'500);
 }
 
 TEST(EncodeProfile, NumericLabelsAndTraceIdsAndBadSpanIds) {

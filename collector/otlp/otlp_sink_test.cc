@@ -107,10 +107,11 @@ TEST(OtlpSinkTest, EveryTypeArrivesWithItsResourceAndStoredLabels) {
     EXPECT_EQ(a.labels.at("process.pid"), "100");
     EXPECT_GT(a.num_samples, 0);
   }
-  // Pyroscope names an OTLP profile by its period type.
-  EXPECT_THAT(types, UnorderedElementsAre("cpu:cpu:nanoseconds",
-                                          "space:alloc_objects:count",
-                                          "space:alloc_space:bytes"));
+  // Pyroscope stores OpenTelemetry's CPU convention as process_cpu and
+  // names other OTLP profiles by their period type.
+  EXPECT_THAT(types, UnorderedElementsAre("process_cpu:cpu:nanoseconds",
+                                          "memory:alloc_objects:count",
+                                          "memory:alloc_space:bytes"));
   EXPECT_EQ(sent(), 2u);  // window profiles, as for the Pyroscope sink
   EXPECT_EQ(push_sent(), 0u);
 }

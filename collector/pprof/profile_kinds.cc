@@ -47,13 +47,15 @@ constexpr LocalView kBlockViews[] = {
 
 constexpr ProfileKindInfo kKinds[] = {
     {ProfileKind::kCpu, "process_cpu", kCpuTypes, 0, "cpu", "nanoseconds",
-     kSourcePeriod, /*not_cumulative=*/false, OtlpNaming::kAsPprof, kCpuViews},
+     kSourcePeriod, /*not_cumulative=*/false, OtlpNaming::kCpuSamples,
+     kCpuViews},
     // The emitter's sampling interval is not known here, and the values
     // are already unbiased estimates: the period carries no information.
     {ProfileKind::kMemory, "memory", kMemoryTypes, 1, "space", "bytes",
-     /*period=*/0, /*not_cumulative=*/true, OtlpNaming::kAsPprof, kMemoryViews},
+     /*period=*/0, /*not_cumulative=*/true, OtlpNaming::kNameAsPeriodType,
+     kMemoryViews},
     // Values are already unbiased estimates: nothing to scale by. OTLP
-    // names both wait kinds by their period type, which they share.
+    // names both wait kinds by their name, since they share a period type.
     {ProfileKind::kMutex, "mutex", kWaitTypes, 1, "contentions", "count",
      /*period=*/1, /*not_cumulative=*/true, OtlpNaming::kNameAsPeriodType,
      kMutexViews},

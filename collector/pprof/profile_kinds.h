@@ -36,14 +36,17 @@ struct SampleTypeInfo {
 };
 
 // How the OTLP encoder names a kind. Grafana Pyroscope names an OTLP
-// profile by its type (pkg/ingester/otlp/convert.go): samples/count over a
-// cpu/nanoseconds period is "process_cpu", anything else is named after
-// its period type.
+// profile by its type (pkg/ingester/otlp/convert.go): OpenTelemetry's CPU
+// convention (sample type samples/count over a cpu/nanoseconds period) is
+// "process_cpu", with each value times the period; anything else is named
+// after its period type.
 enum class OtlpNaming : uint8_t {
-  // The pprof's sample and period types as they are.
-  kAsPprof,
-  // The period type is the kind's name (with the pprof's period unit), so
-  // that Pyroscope names it as Push does.
+  // OpenTelemetry's CPU convention: one sample type samples/count, the
+  // pprof's values in whole periods, period type cpu/nanoseconds (the
+  // kind's) and the pprof's period.
+  kCpuSamples,
+  // The pprof's sample types; the period type is the kind's name (with the
+  // pprof's period unit), so that Pyroscope names it as Push does.
   kNameAsPeriodType,
 };
 

@@ -16,8 +16,10 @@ with the Push path of the same run:
               waits in --otlp-spool-dir, and a `ringprof collect` started
               later delivers it: the server then holds the run's totals.
 
-Pyroscope names OTLP profiles by their period type (collector/otlp/
-README.md): process_cpu arrives as cpu, memory as space.
+The CPU profile goes in OpenTelemetry's CPU convention, which Pyroscope
+stores under Push's profile type id; memory arrives under Push's name with
+another period type (collector/otlp/README.md).
+The block profile is compared too (named block through both).
 Every wait polls with a deadline.
 """
 
@@ -45,11 +47,13 @@ OTELCOL_BUILD = os.path.join(ROOT, "tools", "otelcol", "build")
 # Push profile type -> what Pyroscope makes of the same data sent as OTLP.
 PAIRS = {
     "process_cpu:cpu:nanoseconds:cpu:nanoseconds":
-        "cpu:cpu:nanoseconds:cpu:nanoseconds",
+        "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
     "memory:alloc_space:bytes:space:bytes":
-        "space:alloc_space:bytes:space:bytes",
+        "memory:alloc_space:bytes:memory:bytes",
     "memory:alloc_objects:count:space:bytes":
-        "space:alloc_objects:count:space:bytes",
+        "memory:alloc_objects:count:memory:bytes",
+    "block:delay:nanoseconds:contentions:count":
+        "block:delay:nanoseconds:block:count",
 }
 CPU_PUSH, CPU_OTLP = list(PAIRS.items())[0]
 TOLERANCE = 0.01
@@ -107,14 +111,22 @@ def settled_total(client, profile_type, selector, start, end, want,
     return last[0]
 
 
+def selectors(service, extra=""):
+    """(Push, OTLP) selectors of `service`: the CPU profile has one profile
+    type id through both, and only OTLP series carry __otel__="true"."""
+    return ('{service_name="%s",__otel__!="true"%s}' % (service, extra),
+            '{service_name="%s",__otel__="true"%s}' % (service, extra))
+
+
 def compare_with_push(client, checks, out, service, expect_resource):
     """The OTLP series of `service` against its Push series, type by type."""
     start, end = time_range(out)
-    selector = '{service_name="%s"}' % service
+    push_selector, selector = selectors(service)
     for push_type, otlp_type in PAIRS.items():
         push = client.wait_for(
             lambda: (lambda g: g if g["total"] > 0 else None)(
-                client.select_merge_stacktraces(push_type, selector, start, end)),
+                client.select_merge_stacktraces(push_type, push_selector,
+                                                start, end)),
             "%s of %s through Push" % (push_type, service), 90)
         otlp = settled_total(client, otlp_type, selector, start, end,
                              push["total"])
@@ -129,8 +141,9 @@ def compare_with_push(client, checks, out, service, expect_resource):
                               service, otlp_type, function[:60],
                               otlp_self.get(function, 0), value))
     for endpoint in ("/heavy", "/light"):
-        tagged = '{service_name="%s",endpoint="%s"}' % (service, endpoint)
-        push = client.select_merge_stacktraces(CPU_PUSH, tagged, start, end)
+        push_tagged, tagged = selectors(service, ',endpoint="%s"' % endpoint)
+        push = client.select_merge_stacktraces(CPU_PUSH, push_tagged, start,
+                                               end)
         otlp = settled_total(client, CPU_OTLP, tagged, start, end,
                              push["total"])
         checks.expect(push["total"] > 0 and within(otlp["total"], push["total"]),

@@ -6,6 +6,9 @@
 //
 //	FILE type/unit=TOTAL ... samples=N links=L attrs=key,key,...
 //
+// A profile in OpenTelemetry's CPU convention (samples/count over a
+// cpu/nanoseconds period) is totalled as cpu/nanoseconds, count x period,
+// as Pyroscope stores it.
 // so a test can compare what arrived with what was sent.
 package main
 
@@ -112,6 +115,18 @@ func check(path string) (string, error) {
 				if err != nil {
 					return "", err
 				}
+				pt, err := str(p.GetPeriodType().GetTypeStrindex())
+				if err != nil {
+					return "", err
+				}
+				pu, err := str(p.GetPeriodType().GetUnitStrindex())
+				if err != nil {
+					return "", err
+				}
+				scale := int64(1)
+				if t == "samples" && u == "count" && pt == "cpu" && pu == "nanoseconds" && p.Period > 0 {
+					t, u, scale = "cpu", "nanoseconds", p.Period
+				}
 				for _, s := range p.Samples {
 					if s.StackIndex < 0 || int(s.StackIndex) >= len(d.StackTable) {
 						return "", fmt.Errorf("stack index %d out of range", s.StackIndex)
@@ -133,7 +148,7 @@ func check(path string) (string, error) {
 						attrs[k] = true
 					}
 					for _, v := range s.Values {
-						totals[t+"/"+u] += v
+						totals[t+"/"+u] += v * scale
 					}
 					samples++
 				}
