@@ -101,7 +101,9 @@ ABSL_FLAG(absl::Duration, shutdown_deadline, absl::Seconds(10),
           "How long the shutdown may take, from the signal to exit: last "
           "drain, final windows and sink flush. Past it the collector exits "
           "anyway (status 1); with --state-dir the next one resumes.");
-ABSL_FLAG(int, top, 15, "Rows of the top table printed after `run`.");
+ABSL_FLAG(int, top, 15,
+          "Rows of each table in top.txt (`run` prints the 3 hottest "
+          "functions of each flame graph, names shortened).");
 ABSL_FLAG(bool, verbose, false,
           "Same as --log-level=debug: log each ring file followed and ended "
           "and each upload.");

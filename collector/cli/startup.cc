@@ -36,22 +36,29 @@ namespace ringprof {
 namespace collector {
 namespace {
 
+// Functions `run` prints under each flame graph's path (top.txt has more).
+constexpr int kHottestPrinted = 3;
+
 // `fate`: how the profiled command ended, for `run` (null for collect).
 void PrintLocalOutput(const LocalSink& local, const LocalOutput& out,
                       const std::string* fate) {
   std::fprintf(stderr, "\nringprof: profiles in %s/\n",
                local.out_dir().c_str());
   for (const LocalPage& page : out.pages) {
-    std::fprintf(stderr, "ringprof: %-20s%s\n",
+    std::fprintf(stderr, "ringprof: %-20s%s (%s)\n",
                  absl::StrCat(page.view->caption, ":").c_str(),
-                 page.path.c_str());
+                 page.path.c_str(), page.total.c_str());
+    for (const std::string& line : page.hottest) {
+      std::fprintf(stderr, "  %s\n", line.c_str());
+    }
   }
   // What the emitters recorded about their environment (once each).
   for (const std::string& line : EnvironmentFactLines()) {
     std::fprintf(stderr, "ringprof: environment: %s\n", line.c_str());
   }
   if (!out.top_table.empty()) {
-    std::fprintf(stderr, "\n%s", out.top_table.c_str());
+    std::fprintf(stderr, "ringprof: top functions of each: %s/top.txt\n",
+                 local.out_dir().c_str());
   } else if (fate != nullptr && absl::StartsWith(*fate, "was killed")) {
     std::fprintf(stderr, "ringprof: no samples were recorded: the program %s\n",
                  fate->c_str());
@@ -182,7 +189,7 @@ int Finish(Collector& collector, Sinks& sinks, bool print,
   }
   if (sinks.local) {
     absl::StatusOr<LocalOutput> out =
-        sinks.local->Finalize(absl::GetFlag(FLAGS_top));
+        sinks.local->Finalize(absl::GetFlag(FLAGS_top), kHottestPrinted);
     if (!out.ok()) return Fail(out.status(), 1);
     if (print) PrintLocalOutput(*sinks.local, *out, fate);
   }

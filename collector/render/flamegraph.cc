@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "collector/pprof/utf8.h"
 #include "collector/render/flamegraph_assets.h"
+#include "collector/render/short_name.h"
 
 namespace ringprof {
 namespace collector {
@@ -552,19 +553,20 @@ std::string Page(const std::string& title, const std::string& json) {
                       t.after_data);
 }
 
-// The top table from the unpruned call tree: a function's flat value is
-// the self value of its nodes, its cum value the total of its outermost
-// nodes (a recursive function counts once per sample, as in pprof).
-std::string TopTable(const CallTree& tree, const NameTable& names,
-                     const TypeAndUnit& type, int limit) {
-  struct Row {
-    int name = 0;
-    int64_t flat = 0;
-    int64_t cum = 0;
-  };
-  absl::flat_hash_map<int, Row> rows;
+// A function's row of the top table.
+struct TopRow {
+  int name = 0;
+  int64_t flat = 0;
+  int64_t cum = 0;
+};
+
+// The rows of the top table from the unpruned call tree, hottest first: a
+// function's flat value is the self value of its nodes, its cum value the
+// total of its outermost nodes (a recursive function counts once per
+// sample, as in pprof).
+std::vector<TopRow> TopRows(const CallTree& tree, const NameTable& names) {
+  absl::flat_hash_map<int, TopRow> rows;
   absl::flat_hash_map<int, int> on_path;  // name -> nodes of it on the path
-  const int64_t grand_total = tree.root().total;
   // Depth first; a negative entry leaves the node -entry - 1.
   std::vector<int> stack;
   for (int child = tree.root().first_child; child >= 0;
@@ -579,7 +581,7 @@ std::string TopTable(const CallTree& tree, const NameTable& names,
       continue;
     }
     const CallTree::Node& node = tree.node(entry);
-    Row& row = rows[node.name];
+    TopRow& row = rows[node.name];
     row.name = node.name;
     row.flat += node.self;
     int& depth = on_path[node.name];
@@ -591,27 +593,36 @@ std::string TopTable(const CallTree& tree, const NameTable& names,
     }
   }
 
-  std::vector<Row> sorted;
+  std::vector<TopRow> sorted;
   sorted.reserve(rows.size());
   for (const auto& [name, row] : rows) sorted.push_back(row);
-  std::sort(sorted.begin(), sorted.end(), [&](const Row& a, const Row& b) {
-    if (a.flat != b.flat) return a.flat > b.flat;
-    if (a.cum != b.cum) return a.cum > b.cum;
-    return names.Name(a.name) < names.Name(b.name);
-  });
+  std::sort(sorted.begin(), sorted.end(),
+            [&](const TopRow& a, const TopRow& b) {
+              if (a.flat != b.flat) return a.flat > b.flat;
+              if (a.cum != b.cum) return a.cum > b.cum;
+              return names.Name(a.name) < names.Name(b.name);
+            });
+  return sorted;
+}
+
+std::string Percent(int64_t value, int64_t total) {
+  return absl::StrFormat("%.2f%%", 100.0 * Share(value, total));
+}
+
+// `limit` rows (all when negative) in `go tool pprof -top`'s layout.
+std::string TopTable(const std::vector<TopRow>& sorted, const NameTable& names,
+                     int64_t grand_total, const TypeAndUnit& type, int limit) {
   const size_t shown =
       limit < 0 ? sorted.size()
                 : std::min(sorted.size(), static_cast<size_t>(limit));
   int64_t shown_flat = 0;
   for (size_t i = 0; i < shown; ++i) shown_flat += sorted[i].flat;
 
-  auto percent = [&](int64_t value) {
-    return absl::StrFormat("%.2f%%", 100.0 * Share(value, grand_total));
-  };
   std::string out = absl::StrCat("Type: ", type.type, "\n");
   absl::StrAppend(&out, "Showing nodes accounting for ",
-                  FormatValue(shown_flat, type.unit), ", ", percent(shown_flat),
-                  " of ", FormatValue(grand_total, type.unit), " total\n");
+                  FormatValue(shown_flat, type.unit), ", ",
+                  Percent(shown_flat, grand_total), " of ",
+                  FormatValue(grand_total, type.unit), " total\n");
   if (shown < sorted.size()) {
     absl::StrAppend(&out, "Showing top ", shown, " nodes out of ",
                     sorted.size(), "\n");
@@ -620,14 +631,47 @@ std::string TopTable(const CallTree& tree, const NameTable& names,
                         "sum%", "cum", "cum%");
   int64_t running = 0;
   for (size_t i = 0; i < shown; ++i) {
-    const Row& row = sorted[i];
+    const TopRow& row = sorted[i];
     running += row.flat;
-    absl::StrAppendFormat(&out, "%10s %7s %7s %10s %7s  %s\n",
-                          FormatValue(row.flat, type.unit), percent(row.flat),
-                          percent(running), FormatValue(row.cum, type.unit),
-                          percent(row.cum), names.Name(row.name));
+    absl::StrAppendFormat(
+        &out, "%10s %7s %7s %10s %7s  %s\n", FormatValue(row.flat, type.unit),
+        Percent(row.flat, grand_total), Percent(running, grand_total),
+        FormatValue(row.cum, type.unit), Percent(row.cum, grand_total),
+        names.Name(row.name));
   }
   return out;
+}
+
+// The `count` functions with the largest flat values (above zero), as
+// "flat%  short name". Functions whose short names are the same (two
+// instantiations of one template) are one, as in a flame graph tool that
+// elides them.
+std::vector<std::string> Hottest(const std::vector<TopRow>& rows,
+                                 const NameTable& names, int64_t grand_total,
+                                 int count) {
+  if (count <= 0) return {};
+  std::vector<std::pair<std::string, int64_t>> merged;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (const TopRow& row : rows) {
+    if (row.flat <= 0) break;  // sorted by flat
+    auto [it, inserted] =
+        index.try_emplace(ShortFunctionName(names.Name(row.name)), 0);
+    if (inserted) {
+      it->second = merged.size();
+      merged.emplace_back(it->first, 0);
+    }
+    merged[it->second].second += row.flat;
+  }
+  std::stable_sort(
+      merged.begin(), merged.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> lines;
+  for (const auto& [name, flat] : merged) {
+    if (static_cast<int>(lines.size()) >= count) break;
+    lines.push_back(
+        absl::StrFormat("%5.1f%%  %s", 100.0 * Share(flat, grand_total), name));
+  }
+  return lines;
 }
 
 }  // namespace
@@ -670,18 +714,23 @@ std::string RenderTopTable(const Profile& profile, int sample_index,
                            int limit) {
   NameTable names;
   CallTree tree(profile, sample_index, &names);
-  return TopTable(tree, names, SampleType(profile, sample_index), limit);
+  return TopTable(TopRows(tree, names), names, tree.root().total,
+                  SampleType(profile, sample_index), limit);
 }
 
 FlameGraphAndTop RenderFlameGraphAndTopTable(const Profile& profile,
                                              int sample_index,
                                              const std::string& title,
-                                             int limit) {
+                                             int limit, int hottest) {
   NameTable names;
   CallTree tree(profile, sample_index, &names);
   const TypeAndUnit type = SampleType(profile, sample_index);
+  const std::vector<TopRow> rows = TopRows(tree, names);
+  const int64_t total = tree.root().total;
   FlameGraphAndTop out;
-  out.top_table = TopTable(tree, names, type, limit);
+  out.top_table = TopTable(rows, names, total, type, limit);
+  out.total = FormatValue(total, type.unit);
+  out.hottest = Hottest(rows, names, total, hottest);
   out.html = Page(title, TreeJson(Flatten(tree, nullptr, names, tree.size()),
                                   /*diff=*/false, title, type,
                                   /*base_total=*/0));

@@ -70,14 +70,19 @@ std::string RenderTopTable(const perftools::profiles::Profile& profile,
                            int sample_index, int limit);
 
 // Both of the above for one value of one profile, from one pass over its
-// samples (what `ringprof run` writes for each merged profile).
+// samples (what `ringprof run` writes for each merged profile), and the
+// glance `ringprof run` prints: the value's total and its `hottest`
+// functions by flat value (those above zero), each as "flat%  name" with
+// the name shortened (short_name.h), e.g. " 60.3%  std::vector<…>::push_back".
 struct FlameGraphAndTop {
   std::string html;
   std::string top_table;
+  std::string total;  // e.g. "1.40s", "988MB"
+  std::vector<std::string> hottest;
 };
 FlameGraphAndTop RenderFlameGraphAndTopTable(
     const perftools::profiles::Profile& profile, int sample_index,
-    const std::string& title, int limit);
+    const std::string& title, int limit, int hottest = 0);
 
 }  // namespace collector
 }  // namespace ringprof

@@ -414,6 +414,39 @@ TEST(TopTableTest, TheCombinedRenderingIsBothRenderings) {
   }
 }
 
+TEST(TopTableTest, HottestFunctionsAtAGlance) {
+  ProfileBuilder builder("alloc_space", "bytes");
+  // Two instantiations of one template: one line, as a flame graph tool
+  // eliding template arguments shows them.
+  builder.Stack({"main",
+                 "std::__new_allocator<Json>::allocate(unsigned long, "
+                 "void const*)"},
+                {400 << 20});
+  builder.Stack({"main",
+                 "std::__new_allocator<std::pair<int, int> >::"
+                 "allocate(unsigned long, void const*)"},
+                {200 << 20});
+  builder.Stack({"main", "Parse(char const*) [clone .isra.0]"}, {500 << 20});
+  builder.Stack({"main", "tiny"}, {1 << 20});
+  builder.Stack({"main"}, {1 << 20});
+  const FlameGraphAndTop both =
+      RenderFlameGraphAndTopTable(builder.profile(), 0, "t", 10, 2);
+  EXPECT_EQ(both.total, "1.08GB");
+  EXPECT_THAT(both.hottest, ElementsAre(" 54.4%  std::__new_allocator<…>::"
+                                        "allocate",
+                                        " 45.4%  Parse"));
+  // The top table keeps every name whole.
+  EXPECT_THAT(both.top_table,
+              HasSubstr("std::__new_allocator<std::pair<int, int> >::allocate("
+                        "unsigned long, void const*)"));
+  EXPECT_THAT(
+      RenderFlameGraphAndTopTable(builder.profile(), 0, "t", 10, 9).hottest,
+      ::testing::SizeIs(4));  // functions with a flat value only
+  EXPECT_THAT(
+      RenderFlameGraphAndTopTable(builder.profile(), 0, "t", 10).hottest,
+      ::testing::IsEmpty());
+}
+
 TEST(TopTableTest, LimitAndByteUnits) {
   ProfileBuilder builder("alloc_objects", "count");
   builder.AddSampleType("alloc_space", "bytes");

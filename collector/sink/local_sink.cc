@@ -111,7 +111,7 @@ absl::Status LocalSink::Flush(int64_t /*deadline_monotonic_ns*/) {
   return first_error_;  // Submit writes synchronously
 }
 
-absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows) {
+absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows, int hottest) {
   LocalOutput out;
   std::string top;
   for (const ProfileKindInfo& kind : ProfileKinds()) {
@@ -128,11 +128,12 @@ absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows) {
       const std::string html = absl::StrCat(out_dir_, "/", view.file);
       FlameGraphAndTop rendered = RenderFlameGraphAndTopTable(
           profile, sample_index, absl::StrCat("ringprof: ", view.title),
-          top_rows);
+          top_rows, hottest);
       status = WriteFileAtomically(html, rendered.html);
       if (!status.ok()) return status;
       out.files.push_back(html);
-      out.pages.push_back({&view, html});
+      out.pages.push_back({&view, html, std::move(rendered.total),
+                           std::move(rendered.hottest)});
       absl::StrAppend(&top, view.title, "\n", rendered.top_table, "\n");
     }
   }

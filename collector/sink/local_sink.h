@@ -38,6 +38,8 @@ namespace collector {
 struct LocalPage {
   const LocalView* view;  // the kinds table's
   std::string path;
+  std::string total;                 // the view's value in all, e.g. "1.40s"
+  std::vector<std::string> hottest;  // "flat%  short name", hottest first
 };
 
 struct LocalOutput {
@@ -56,8 +58,10 @@ class LocalSink : public ProfileSink {
   void Submit(WindowProfile profile) override;
   absl::Status Flush(int64_t deadline_monotonic_ns) override;
 
-  // Writes the merged files. `top_rows` rows per table.
-  absl::StatusOr<LocalOutput> Finalize(int top_rows = 20);
+  // Writes the merged files. `top_rows` rows per table of top.txt;
+  // `hottest` functions per page in LocalPage::hottest
+  // (RenderFlameGraphAndTopTable).
+  absl::StatusOr<LocalOutput> Finalize(int top_rows = 20, int hottest = 0);
 
   const std::string& out_dir() const { return out_dir_; }
   uint64_t windows_written() const { return windows_written_; }

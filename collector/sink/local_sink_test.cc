@@ -20,6 +20,7 @@ namespace collector {
 namespace {
 
 using perftools::profiles::Profile;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr int64_t kSec = 1'000'000'000;
@@ -117,7 +118,7 @@ TEST(LocalSinkTest, WritesWindowsInTheDocumentedLayoutAndASummary) {
   ASSERT_TRUE(window.ok()) << window.status();
   EXPECT_EQ(BytesOf(*window, "Hot"), 100);
 
-  auto summary = (*sink)->Finalize(10);
+  auto summary = (*sink)->Finalize(10, /*hottest=*/3);
   ASSERT_TRUE(summary.ok()) << summary.status();
   auto merged = ReadProfileFile(out + "/memory.pb.gz");
   ASSERT_TRUE(merged.ok()) << merged.status();
@@ -126,6 +127,8 @@ TEST(LocalSinkTest, WritesWindowsInTheDocumentedLayoutAndASummary) {
   ASSERT_EQ(summary->pages.size(), 1u);
   EXPECT_EQ(summary->pages[0].path, out + "/memory.html");
   EXPECT_STREQ(summary->pages[0].view->sample_type, "alloc_space");
+  EXPECT_EQ(summary->pages[0].total, "200B");
+  EXPECT_THAT(summary->pages[0].hottest, ElementsAre("100.0%  Hot"));
   auto html = ReadFile(out + "/memory.html");
   ASSERT_TRUE(html.ok());
   EXPECT_THAT(*html, HasSubstr("Hot"));
