@@ -4,15 +4,16 @@
 // How it works, in one paragraph: every thread gets its own POSIX timer on
 // its own CPU-time clock (timer_create(CLOCK_THREAD_CPUTIME_ID) with
 // SIGEV_THREAD_ID), so a thread is interrupted only after it has itself
-// consumed one period of CPU, and the signal lands on that very thread. The
-// handler makes no system call (in gVisor each would be a round trip through
-// the sandbox's kernel): a sample's weight is the CPU time of the expiries
-// it stands for, the period times 1 + si_overrun, so the weights add up to
-// the thread's CPU time up to its last expiry; it captures the stack through
-// the signal frame and appends a CpuSample. Timers are made with raw
-// syscalls (no glibc timer bookkeeping, nothing allocated) and tracked in a
-// fixed
-// lock-free registry so that Shutdown can delete every one of them.
+// consumed CPU, and the signal lands on that very thread. The thread's CPU
+// time is cut into periods of 1/RINGPROF_CPU_HZ, and each period is sampled
+// once, at a uniformly random point inside it (stratified sampling: the
+// handler re-arms the timer, an absolute expiry on the thread's CPU clock,
+// for the next period's point; the maths is below, at ExpiryPeriods, and in
+// CPU_TIMER.md). A sample weighs the periods it stands for, 1 + si_overrun,
+// times the period; it captures the stack through the signal frame and
+// appends a CpuSample. Timers are made with raw syscalls (no glibc timer
+// bookkeeping, nothing allocated) and tracked in a fixed lock-free registry
+// so that Shutdown can delete every one of them.
 #include "emitter/cpu_timer.h"
 
 #include <signal.h>
@@ -35,6 +36,7 @@
 #include "emitter/libc_imports.h"
 #include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
+#include "emitter/sample_points.h"
 #include "emitter/stderr_line.h"
 #include "ringfile/format.h"
 
@@ -129,23 +131,22 @@ void ForEachUsedSlot(Visit visit) {
 // Per-thread state, in initial-exec TLS (no __tls_get_addr, safe in a
 // signal handler). slot < 0: this thread has no timer.
 //
-// CPU times below are on the thread's CPU clock, relative to its value when
-// the timer was armed.
+// CPU times below are absolute, on the thread's CPU clock.
 struct ThreadTimer {
   int32_t slot;
   int32_t timer_id;
-  // CPU time up to which samples have accounted (nothing before it is ever
-  // counted again).
-  int64_t cursor_ns;
-  // CPU time of the timer's next expiry.
-  int64_t next_expiry_ns;
+  // Start of the period whose sample point the timer is armed for (the
+  // periods before it are accounted).
+  int64_t period_start_ns;
   // CPU time of samples the ring refused (e.g. while another thread was
   // creating the file): added to the thread's next sample, so the thread's
   // total stays whole.
   uint64_t unrecorded_ns;
+  // Where in each period the thread is sampled (sample_points.h).
+  SamplePoints points;
 };
 __thread ThreadTimer t_timer
-    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0, 0, 0};
+    __attribute__((tls_model("initial-exec"))) = {-1, 0, 0, 0, {0, 0, 0, 0}};
 
 // Whether the application believes this thread blocks our signal. The
 // sampler keeps the signal out of the kernel's mask (pthread_sigmask and
@@ -169,14 +170,20 @@ int TimerCreate(pid_t tid, int* timer_id) {
       syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &event, timer_id));
 }
 
-int TimerArm(int timer_id, int64_t first_ns, int64_t period_ns) {
+// Arms the thread's timer for the sample point of the period that starts at
+// timer.period_start_ns, absolute on the thread's CPU clock (a point already
+// past fires at once). The interval keeps later expiries one period apart,
+// so a signal delivered late counts the periods it missed in si_overrun.
+int TimerArmInPeriod(ThreadTimer& timer) {
+  const int64_t at_ns =
+      timer.period_start_ns + NextSamplePoint(timer.points, g_period_ns);
   struct itimerspec spec;
-  spec.it_value.tv_sec = first_ns / 1000000000;
-  spec.it_value.tv_nsec = first_ns % 1000000000;
-  spec.it_interval.tv_sec = period_ns / 1000000000;
-  spec.it_interval.tv_nsec = period_ns % 1000000000;
-  return static_cast<int>(
-      syscall(SYS_timer_settime, timer_id, 0, &spec, nullptr));
+  spec.it_value.tv_sec = at_ns / 1000000000;
+  spec.it_value.tv_nsec = at_ns % 1000000000;
+  spec.it_interval.tv_sec = g_period_ns / 1000000000;
+  spec.it_interval.tv_nsec = g_period_ns % 1000000000;
+  return static_cast<int>(syscall(SYS_timer_settime, timer.timer_id,
+                                  TIMER_ABSTIME, &spec, nullptr));
 }
 
 void TimerDelete(int timer_id) { syscall(SYS_timer_delete, timer_id); }
@@ -244,20 +251,30 @@ int FindInterruptedFrame(const uint64_t* frames, int count, uintptr_t pc) {
   return -1;
 }
 
-// The CPU time a timer signal stands for. Expiries fall exactly on the
-// thread's CPU clock: at the first expiry and every period after it. A
-// signal delivered late (natively expiries are noticed on scheduler ticks,
-// in gVisor at its 10 ms clock steps; or the thread had it blocked) carries
-// the expiries it merged in si_overrun. So the weights add up to the
-// thread's CPU time up to its last expiry, without reading any clock.
-uint64_t ExpiryWeightNs(const siginfo_t* info) {
-  const int64_t overrun = info->si_overrun > 0 ? info->si_overrun : 0;
-  const int64_t expiry = t_timer.next_expiry_ns + overrun * g_period_ns;
-  t_timer.next_expiry_ns = expiry + g_period_ns;
-  if (expiry <= t_timer.cursor_ns) return 0;
-  const int64_t weight = expiry - t_timer.cursor_ns;
-  t_timer.cursor_ns = expiry;
-  return static_cast<uint64_t>(weight);
+// The periods a timer signal stands for, and the next period's start.
+//
+// The thread's CPU time is cut into periods of length P from when its timer
+// was armed, and each period is sampled once, at a random point inside it
+// (sample_points.h); a sample weighs the periods it closes. For any
+// function, the time t it spends in a period is hit with probability t / P:
+// the expected weight is t, for any work, periodic or not (a thread's last,
+// partial period of length r is sampled with probability r / P: unbiased
+// too). The variance is P^2 p (1 - p), p = t / P, for each period where the
+// function starts or stops, and nothing for periods it fills or misses; the
+// sample points spread over a block of periods (sample_points.h) lower it
+// further for work in step with P.
+//
+// A signal delivered late (natively expiries are noticed on scheduler
+// ticks, in gVisor at its 10 ms clock steps; or the thread had it blocked)
+// carries the further expiries it merged in si_overrun, one per period (the
+// timer's interval), so it stands for 1 + si_overrun periods; the kernel
+// counts them at the first period's offset, uniform too. If the next
+// period's point is already past when the handler re-arms, the timer fires
+// at once and that period is sampled at the same stack.
+int64_t ExpiryPeriods(const siginfo_t* info) {
+  const int64_t periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
+  t_timer.period_start_ns += periods * g_period_ns;
+  return periods;
 }
 
 void RecordSample(void* ucontext, uint64_t now_ns, uint64_t period_ns) {
@@ -346,8 +363,16 @@ void OnCpuTimerSignal(int signo, siginfo_t* info, void* ucontext) {
   } else if (sample && t_timer.slot >= 0 &&
              g_state.load(std::memory_order_relaxed) == State::kRunning &&
              Enabled()) {
-    const uint64_t weight = ExpiryWeightNs(info);
-    if (weight > 0) RecordSample(ucontext, MonotonicNowNs(), weight);
+    const int64_t periods = ExpiryPeriods(info);
+    // Re-armed only while the registry says the timer is still ours (not
+    // deleted by a Shutdown on another thread).
+    const int slot = t_timer.slot;
+    if (Registry(slot).load(std::memory_order_acquire) ==
+        static_cast<int64_t>(t_timer.timer_id) + 1) {
+      TimerArmInPeriod(t_timer);
+    }
+    RecordSample(ucontext, MonotonicNowNs(),
+                 static_cast<uint64_t>(periods * g_period_ns));
   }
   errno = saved_errno;
 }
@@ -454,17 +479,17 @@ void ArmCurrentThread(bool first_thread = false, pid_t known_tid = 0) {
     ReportArmFailureOnce("timer_create failed", error);
     return;
   }
-  // Spread the first expiry over one period so that threads started
-  // together do not take their samples in lockstep.
-  const int64_t first_ns =
-      1 + static_cast<int64_t>((static_cast<uint64_t>(tid) * 2654435761u) %
-                               static_cast<uint64_t>(g_period_ns));
-  t_timer.cursor_ns = 0;
-  t_timer.next_expiry_ns = first_ns;
+  // The first period starts now; its sample point, like every later one,
+  // is random, so threads started together are not sampled in lockstep.
+  const int64_t now_ns = ThreadCpuNs();
+  t_timer.period_start_ns = now_ns > 0 ? now_ns : 0;
+  SeedSamplePoints(t_timer.points,
+                   (static_cast<uint64_t>(tid) << 32) ^ MonotonicNowNs() ^
+                       static_cast<uint64_t>(t_timer.period_start_ns));
   t_timer.unrecorded_ns = 0;
   t_timer.timer_id = timer_id;
   t_timer.slot = slot;
-  TimerArm(timer_id, first_ns, g_period_ns);
+  TimerArmInPeriod(t_timer);
   int64_t expected = kArming;
   if (!Registry(slot).compare_exchange_strong(expected, timer_id + 1,
                                               std::memory_order_acq_rel)) {

@@ -126,6 +126,12 @@ SampleDecision OnCountdownExpired(SamplerState& state,
   return decision;
 }
 
+uint64_t UniformBelow(uint64_t& rng, uint64_t bound) {
+  const unsigned __int128 product =
+      static_cast<unsigned __int128>(sampler_internal::NextRandom(rng)) * bound;
+  return static_cast<uint64_t>(product >> 64);
+}
+
 bool KeepWait(uint64_t wait_ns, uint64_t sample_ns, uint64_t& rng) {
   if (wait_ns >= sample_ns) return true;
   // A uniform draw in [0, sample_ns) below wait_ns: 53 random bits are

@@ -106,6 +106,12 @@ SampleDecision OnCountdownExpired(SamplerState& state,
 // wait_ns) waits, so both totals stay unbiased (E[kept / p] = 1).
 bool KeepWait(uint64_t wait_ns, uint64_t sample_ns, uint64_t& rng);
 
+// A uniform draw in [0, bound) from the thread's generator `rng` (seeded by
+// the caller; any value), for the CPU timer's sample points
+// (sample_points.h).
+// Lemire's multiply-shift: bias below bound / 2^64.
+uint64_t UniformBelow(uint64_t& rng, uint64_t bound);
+
 // Exposed for tests.
 namespace sampler_internal {
 // Natural logarithm of u in (0, 1], |error| < 1e-9, without libm.
