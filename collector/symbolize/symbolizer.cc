@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
@@ -71,6 +72,10 @@ struct FileMetrics {
       "ringprof_symbolizer_minidebuginfo_rejected_total",
       "Stripped binaries whose MiniDebugInfo (.gnu_debugdata) was refused: "
       "too large, not xz, a decompression bomb, or not a sound ELF.");
+  Counter& modules_unnamed = Metrics::Get().GetCounter(
+      "ringprof_symbolizer_modules_unnamed_total",
+      "Modules with an address left without a function name; the reason "
+      "for each is logged once.");
   Counter& evictions = Metrics::Get().GetCounter(
       "ringprof_symbolizer_evictions_total",
       "Modules dropped from the symbolizer cache to stay within "
@@ -398,6 +403,7 @@ struct PooledFrame {
   const std::string* function;
   const std::string* file;
   int64_t line;
+  bool unnamed;
 };
 
 // Bytes a cache entry of `frames` frames costs besides its names: the map
@@ -413,6 +419,8 @@ struct ModuleIndex {
   std::string build_id_hex;  // the module's, else the file's (may be empty)
   std::string display_name;  // the module's file name, for function starts
   bool found = false;        // a usable file was found
+  // Why an address here may have no function name (Build's findings).
+  std::string unnamed_reason;
   SymbolTable symbols;
   std::unique_ptr<DwarfIndex> dwarf;
   // Results by looked-up ELF address; names live in `names`.
@@ -444,6 +452,7 @@ class ElfSymbolizer final : public Symbolizer {
       root.fd = std::move(*fd);
     } else {
       NoteRootFailure(pid, fd.status());
+      root.failure = RootFailure(pid, fd.status());
     }
   }
 
@@ -474,11 +483,16 @@ class ElfSymbolizer final : public Symbolizer {
         ++stats_.addresses_resolved;
         metrics().resolved.Add(1);
       }
+      if (resolved.empty() || resolved[0].unnamed ||
+          resolved[0].function.empty()) {
+        NoteUnnamed(module, index);
+      }
       std::vector<PooledFrame> pooled;
       pooled.reserve(resolved.size());
       for (SymbolizedFrame& frame : resolved) {
         pooled.push_back({Intern(index, std::move(frame.function)),
-                          Intern(index, std::move(frame.file)), frame.line});
+                          Intern(index, std::move(frame.file)), frame.line,
+                          frame.unnamed});
       }
       Grow(index, EntryBytes(pooled.size()));
       it = index.frames_by_address.emplace(lookup, std::move(pooled)).first;
@@ -486,10 +500,16 @@ class ElfSymbolizer final : public Symbolizer {
     std::vector<SymbolizedFrame> frames;
     frames.reserve(it->second.size());
     for (const PooledFrame& frame : it->second) {
-      frames.push_back({*frame.function, *frame.file, frame.line});
+      frames.push_back(
+          {*frame.function, *frame.file, frame.line, frame.unnamed});
     }
     Trim(&index);
     return frames;
+  }
+
+  std::string UnnamedReason(const ModuleInfo& module) const override {
+    auto it = unnamed_reasons_.find(ReasonKey(module));
+    return it != unnamed_reasons_.end() ? it->second : "";
   }
 
   uint64_t misses() const override { return stats_.addresses_unresolved; }
@@ -504,8 +524,23 @@ class ElfSymbolizer final : public Symbolizer {
  private:
   struct ProcessRoot {
     int attached = 0;
-    UniqueFd fd;  // invalid when the root could not be opened
+    UniqueFd fd;          // invalid when the root could not be opened
+    std::string failure;  // why not (RootFailure)
   };
+
+  // Why the files of process `pid` could not be read (a module's reason).
+  std::string RootFailure(uint32_t pid, const absl::Status& status) const {
+    const std::string root =
+        absl::StrCat(options_.proc_root, "/", pid, "/root");
+    if (absl::IsPermissionDenied(status)) {
+      return absl::StrCat("access denied to ", root);
+    }
+    if (absl::IsNotFound(status)) {
+      return absl::StrCat("the process had exited before its files were read (",
+                          root, " gone)");
+    }
+    return absl::StrCat(root, ": ", status.message());
+  }
 
   const std::string* Intern(ModuleIndex& index, std::string name) {
     auto [it, inserted] = index.names.insert(std::move(name));
@@ -571,9 +606,18 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   // Opens a candidate ELF and checks it; null (counted) when unusable.
+  // `failure`, when given, says why the file is not used.
   std::unique_ptr<ElfFile> Check(absl::StatusOr<UniqueFd> fd,
-                                 const std::string& expected_build_id) {
+                                 const std::string& expected_build_id,
+                                 std::string* failure = nullptr) {
+    std::string ignored;
+    if (failure == nullptr) failure = &ignored;
     if (!fd.ok()) {
+      *failure =
+          absl::IsNotFound(fd.status()) ? "file not found"
+          : absl::IsPermissionDenied(fd.status())
+              ? absl::StrCat("access denied (", fd.status().message(), ")")
+              : std::string(fd.status().message());
       // A missing candidate is the common case, not a rejection.
       if (!absl::IsNotFound(fd.status())) Reject();
       return nullptr;
@@ -581,11 +625,13 @@ class ElfSymbolizer final : public Symbolizer {
     absl::StatusOr<std::unique_ptr<ElfFile>> file =
         ElfFile::Open(std::move(*fd), options_.max_file_bytes);
     if (!file.ok()) {
+      *failure = std::string(file.status().message());
       Reject();
       return nullptr;
     }
     if (!expected_build_id.empty() &&
         (*file)->BuildIdHex() != expected_build_id) {
+      *failure = "another build-id (the file changed since it was mapped)";
       ++stats_.build_id_mismatches;
       Reject();
       return nullptr;
@@ -598,11 +644,20 @@ class ElfSymbolizer final : public Symbolizer {
     metrics().rejected.Add(1);
   }
 
-  // A workload path, resolved inside the process's root.
+  // A workload path, resolved inside the process's root. `failure`, when
+  // given, says why nothing was opened.
   std::unique_ptr<ElfFile> OpenInWorkload(uint32_t pid, const std::string& path,
-                                          const std::string& build_id) {
-    if (pid == 0 || options_.proc_root.empty() || path.empty() ||
-        path[0] != '/') {
+                                          const std::string& build_id,
+                                          std::string* failure = nullptr) {
+    std::string ignored;
+    if (failure == nullptr) failure = &ignored;
+    if (path.empty() || path[0] != '/') {
+      *failure = path.empty() ? "no file (anonymous memory: generated code?)"
+                              : absl::StrCat("no file (", path, ")");
+      return nullptr;
+    }
+    if (pid == 0 || options_.proc_root.empty()) {
+      *failure = absl::StrCat(path, ": no process root to read it in");
       return nullptr;
     }
     UniqueFd ad_hoc;
@@ -610,12 +665,14 @@ class ElfSymbolizer final : public Symbolizer {
     auto attached = roots_.find(pid);
     if (attached != roots_.end()) {
       root = attached->second.fd.get();
+      if (root < 0) *failure = attached->second.failure;
     } else {
       absl::StatusOr<UniqueFd> fd = OpenProcessRoot(options_.proc_root, pid);
       if (fd.ok()) {
         ad_hoc = std::move(*fd);
       } else {
         NoteRootFailure(pid, fd.status());
+        *failure = RootFailure(pid, fd.status());
       }
       root = ad_hoc.get();
     }
@@ -624,7 +681,9 @@ class ElfSymbolizer final : public Symbolizer {
         root, path,
         options_.walk_only ? RootResolution::kWalkOnly : RootResolution::kAuto);
     if (absl::IsPermissionDenied(fd.status())) NoteFileDenied(pid, path);
-    return Check(std::move(fd), build_id);
+    std::unique_ptr<ElfFile> file = Check(std::move(fd), build_id, failure);
+    if (file == nullptr) *failure = absl::StrCat(path, ": ", *failure);
+    return file;
   }
 
   std::unique_ptr<ElfFile> OpenCollectorFile(const std::string& path,
@@ -644,9 +703,13 @@ class ElfSymbolizer final : public Symbolizer {
 
   // The module's binary (or a debug file standing in for it), most direct
   // source first.
-  std::unique_ptr<ElfFile> FindBinary(const ModuleInfo& module) {
+  // `failure` says why the workload's own file was not used.
+  std::unique_ptr<ElfFile> FindBinary(const ModuleInfo& module,
+                                      std::string* failure) {
     const std::string& id = module.build_id_hex;
-    if (auto file = OpenInWorkload(module.pid, module.path, id)) return file;
+    if (auto file = OpenInWorkload(module.pid, module.path, id, failure)) {
+      return file;
+    }
     if (id.size() < 3) return nullptr;  // no path is safe without an id
     for (const char* suffix : {"", ".debug"}) {
       for (const std::string& dir : options_.symbol_dirs) {
@@ -720,41 +783,109 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   // A stripped binary's MiniDebugInfo (.gnu_debugdata): the functions its
-  // .dynsym lacks. A refused one is counted, and said once.
-  void AddMiniDebugInfo(const ModuleInfo& module, const ElfFile& binary,
-                        ModuleIndex* index) {
+  // .dynsym lacks. A refused one is counted, and said once. Returns what
+  // became of it, for the module's unnamed_reason.
+  std::string AddMiniDebugInfo(const ModuleInfo& module, const ElfFile& binary,
+                               ModuleIndex* index) {
     absl::StatusOr<std::unique_ptr<ElfFile>> mini = ReadMiniDebugInfo(binary);
     if (mini.ok()) {
       if (index->symbols.AddSymbols((*mini)->elf(), SHT_SYMTAB)) {
         ++stats_.minidebuginfo_read;
-        return;
+        return "with MiniDebugInfo";
       }
       mini = absl::InvalidArgumentError(
           ".gnu_debugdata: its ELF has no symbol table");
     }
-    if (absl::IsNotFound(mini.status())) return;
+    if (absl::IsNotFound(mini.status())) return "without MiniDebugInfo";
+    const std::string refused = absl::StrCat("with unreadable MiniDebugInfo (",
+                                             mini.status().message(), ")");
     ++stats_.minidebuginfo_rejected;
     metrics().minidebuginfo_rejected.Add(1);
-    if (warned_minidebuginfo_) return;
+    if (warned_minidebuginfo_) return refused;
     warned_minidebuginfo_ = true;
     LogWarning(absl::StrCat(
         module.path, ": MiniDebugInfo refused (", mini.status().message(),
         "): its functions missing from .dynsym show as [", index->display_name,
         "] 0x<start>. Said once; counted in "
         "ringprof_symbolizer_minidebuginfo_rejected_total"));
+    return refused;
+  }
+
+  // Where a debug file or binary was looked for by build-id.
+  std::string WhereByBuildId() const {
+    std::vector<std::string> dirs = options_.symbol_dirs;
+    if (!options_.system_debug_dir.empty()) {
+      dirs.push_back(options_.system_debug_dir);
+    }
+    const char* urls = std::getenv("DEBUGINFOD_URLS");
+    return absl::StrCat(
+        dirs.empty()
+            ? "no directory to look for it by build-id"
+            : absl::StrCat("by build-id under ", absl::StrJoin(dirs, ", ")),
+        !options_.use_debuginfod ? "; debuginfod off (--debuginfod=false)"
+        : urls == nullptr || urls[0] == '\0'
+            ? "; debuginfod not configured (DEBUGINFOD_URLS)"
+            : "; debuginfod has none");
+  }
+
+  // Where a stripped binary's debug file was looked for.
+  std::string WhereDebugFiles(const std::string& build_id,
+                              const ElfFile& binary) const {
+    uint32_t crc = 0;
+    const std::string link = binary.DebugLink(&crc);
+    return absl::StrCat(
+        build_id.empty() ? "no build-id to look for" : WhereByBuildId(),
+        link.empty() ? "; no .gnu_debuglink"
+                     : absl::StrCat("; .gnu_debuglink ", link,
+                                    " in none of its places"));
+  }
+
+  // Whose reason UnnamedReason gives: the module's build-id, else its path
+  // (one reason for every process mapping it).
+  static std::string ReasonKey(const ModuleInfo& module) {
+    return !module.build_id_hex.empty() && UsableBuildId(module.build_id_hex)
+               ? module.build_id_hex
+               : absl::StrCat("path:", module.path);
+  }
+
+  // An address of `module` got no function name: the module's reason is
+  // kept for UnnamedReason and said once.
+  void NoteUnnamed(const ModuleInfo& module, const ModuleIndex& index) {
+    if (unnamed_reasons_.size() >= kMaxUnnamedModules) return;
+    auto [it, inserted] =
+        unnamed_reasons_.try_emplace(ReasonKey(module), index.unnamed_reason);
+    if (!inserted) return;
+    ++stats_.modules_unnamed;
+    metrics().modules_unnamed.Add(1);
+    LogWarning(absl::StrCat(
+        module.path.empty() ? "anonymous code" : module.path,
+        ": functions without a name (shown as [", index.display_name,
+        "] 0x<function start> or ", index.display_name,
+        "+0x<offset>): ", index.unnamed_reason,
+        ". Said once per module; their share of each profile: `ringprof "
+        "run`'s summary, ringprof_profile_unsymbolized_value_total",
+        unnamed_reasons_.size() == kMaxUnnamedModules
+            ? absl::StrCat(" (", kMaxUnnamedModules,
+                           " modules said: no more will be)")
+            : ""));
   }
 
   bool FileCrc32ViaElf(const ElfFile& file, uint32_t* crc) {
     return FileCrc32(file.fd(), options_.max_file_bytes, crc);
   }
 
+  // The module's key: its build-id, else its process and path.
+  static std::string KeyOf(const ModuleInfo& module) {
+    return !UsableBuildId(module.build_id_hex)
+               ? std::string("unusable build-id")
+           : module.build_id_hex.empty()
+               ? absl::StrCat("pid:", module.pid, ":", module.path)
+               : module.build_id_hex;
+  }
+
   ModuleIndex& Load(const ModuleInfo& module) {
     const bool usable = UsableBuildId(module.build_id_hex);
-    const std::string key =
-        !usable ? std::string("unusable build-id")
-        : module.build_id_hex.empty()
-            ? absl::StrCat("pid:", module.pid, ":", module.path)
-            : module.build_id_hex;
+    const std::string key = KeyOf(module);
     auto found = modules_.find(key);
     if (found != modules_.end()) {
       ModuleIndex& index = *found->second;
@@ -768,7 +899,11 @@ class ElfSymbolizer final : public Symbolizer {
     index.display_name = slash == std::string::npos
                              ? module.path
                              : module.path.substr(slash + 1);
-    if (usable) Build(module, &index);
+    if (usable) {
+      Build(module, &index);
+    } else {
+      index.unnamed_reason = "its build-id is not lower-case hex";
+    }
     ++(index.found ? stats_.modules_opened : stats_.modules_not_found);
     lru_.push_front(&index);
     index.lru = lru_.begin();
@@ -779,8 +914,16 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   void Build(const ModuleInfo& module, ModuleIndex* index) {
-    std::unique_ptr<ElfFile> binary = FindBinary(module);
-    if (binary == nullptr) return;
+    std::string failure;
+    std::unique_ptr<ElfFile> binary = FindBinary(module, &failure);
+    if (binary == nullptr) {
+      index->unnamed_reason =
+          module.build_id_hex.empty()
+              ? absl::StrCat(failure, "; no build-id to look for it elsewhere")
+              : absl::StrCat(failure, "; not found by build-id either (",
+                             WhereByBuildId(), ")");
+      return;
+    }
     index->found = true;
     index->build_id_hex = module.build_id_hex.empty() ? binary->BuildIdHex()
                                                       : module.build_id_hex;
@@ -794,8 +937,19 @@ class ElfSymbolizer final : public Symbolizer {
     }
     if (!full_symbols) {
       index->symbols.AddSymbols(binary->elf(), SHT_DYNSYM);
-      AddMiniDebugInfo(module, *binary, index);
+      const std::string mini = AddMiniDebugInfo(module, *binary, index);
       index->symbols.AddFunctionStarts(binary->elf());
+      index->unnamed_reason =
+          debug != nullptr
+              ? absl::StrCat("stripped (no .symtab) ", mini,
+                             "; its debug file has no .symtab either")
+              : absl::StrCat(
+                    "stripped (no .symtab) ", mini, "; no debug file found (",
+                    WhereDebugFiles(index->build_id_hex, *binary), ")");
+    } else {
+      index->unnamed_reason =
+          "an address in no function of its symbol table (a PLT stub, "
+          "padding, or code without a symbol)";
     }
     index->symbols.Finish();
     index->bytes += index->symbols.bytes();
@@ -876,7 +1030,7 @@ class ElfSymbolizer final : public Symbolizer {
           if (frames.empty()) {
             frames.push_back(
                 {absl::StrFormat("[%s] 0x%x", index.display_name, hit.start),
-                 file, line});
+                 file, line, /*unnamed=*/true});
           }
         } else if (frames.empty()) {
           if (!Demangle(hit.name, &demangled)) demangled = hit.name;
@@ -908,6 +1062,9 @@ class ElfSymbolizer final : public Symbolizer {
   bool warned_root_denied_ = false;
   bool warned_file_denied_ = false;
   bool warned_minidebuginfo_ = false;
+  // Modules an address of which had no function name, by key: their reason.
+  static constexpr size_t kMaxUnnamedModules = 1000;
+  absl::flat_hash_map<std::string, std::string> unnamed_reasons_;
   Debuginfod debuginfod_;
   absl::flat_hash_map<uint32_t, ProcessRoot> roots_;
   // Modules by key; lru_ front is the most recently used.

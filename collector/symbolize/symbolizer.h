@@ -30,6 +30,9 @@ struct SymbolizedFrame {
   std::string function;  // demangled; empty when unknown
   std::string file;      // empty when unknown
   int64_t line = 0;
+  // `function` is no name but "[module] 0x<start>": only the function's
+  // start is known (from .eh_frame, in a stripped binary).
+  bool unnamed = false;
 };
 
 // What an address in a stack is. Unwinders record return addresses for every
@@ -64,9 +67,11 @@ struct SymbolizerStats {
   uint64_t files_denied = 0;  // workload binaries refused (EACCES)
   uint64_t minidebuginfo_read = 0;      // stripped binaries named by it
   uint64_t minidebuginfo_rejected = 0;  // .gnu_debugdata refused
-  uint64_t modules_evicted = 0;         // dropped to stay within cache_bytes
-  uint64_t modules_cached = 0;          // modules indexed now
-  uint64_t cache_bytes = 0;             // estimated bytes held now
+  uint64_t modules_unnamed = 0;  // modules with an address left without a
+                                 // function name (each logged once)
+  uint64_t modules_evicted = 0;  // dropped to stay within cache_bytes
+  uint64_t modules_cached = 0;   // modules indexed now
+  uint64_t cache_bytes = 0;      // estimated bytes held now
 };
 
 struct SymbolizerOptions {
@@ -119,6 +124,17 @@ class Symbolizer {
   std::vector<SymbolizedFrame> Symbolize(const ModuleInfo& module,
                                          uint64_t address) {
     return Symbolize(module, address, AddressKind::kInstruction);
+  }
+
+  // Why addresses of `module` have no function name, once one of them had
+  // none (a frame empty, or only "[module] 0x<start>"): e.g. "stripped (no
+  // .symtab) without MiniDebugInfo; no debug file found (...)",
+  // "/usr/bin/x: access denied (...)", "/usr/bin/x: file not found; ...".
+  // Said once per module in a warning when first found. Kept by build-id
+  // (else path) for the first 1000 such modules; empty for the others and
+  // when every address of the module looked up so far had a name.
+  virtual std::string UnnamedReason(const ModuleInfo& module) const {
+    return "";
   }
 
   // Distinct addresses that resolved to nothing so far (a metric).

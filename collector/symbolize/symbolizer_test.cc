@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -470,6 +471,99 @@ TEST_F(SymbolizerTest, ModulesWithoutBuildIdAreKeyedByPath) {
   EXPECT_EQ(symbolizer->stats().modules_opened, 2u);
 }
 
+// Counts the lines of `log` that say a module's functions have no name.
+int UnnamedWarnings(const std::string& log) {
+  int count = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    count += absl::StrContains(line, "functions without a name") ? 1 : 0;
+  }
+  return count;
+}
+
+TEST_F(SymbolizerTest, AStrippedBinarysReasonIsKeptAndSaidOnce) {
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo module = Module(DataPath("stripped/symbolizer_test_program"));
+  EXPECT_EQ(symbolizer->UnnamedReason(module), "");  // nothing looked up
+  testing::internal::CaptureStderr();
+  for (uint64_t address :
+       {facts_.leaf, facts_.outer_return_address, facts_.leaf + 4}) {
+    std::vector<SymbolizedFrame> frames =
+        symbolizer->Symbolize(module, address, AddressKind::kInstruction);
+    ASSERT_THAT(frames, SizeIs(1));
+    EXPECT_TRUE(frames[0].unnamed) << frames[0].function;
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string reason = symbolizer->UnnamedReason(module);
+  EXPECT_EQ(reason,
+            "stripped (no .symtab) without MiniDebugInfo; no debug file found "
+            "(by build-id under /usr/lib/debug; debuginfod not configured "
+            "(DEBUGINFOD_URLS); no .gnu_debuglink)");
+  EXPECT_EQ(UnnamedWarnings(log), 1) << log;
+  EXPECT_THAT(log, HasSubstr(module.path + ": functions without a name"));
+  EXPECT_THAT(log, HasSubstr(reason));
+  EXPECT_EQ(symbolizer->stats().modules_unnamed, 1u);
+  // Another process mapping the same build-id: the same module, not said
+  // again.
+  ModuleInfo again = module;
+  again.pid = 1;
+  testing::internal::CaptureStderr();
+  symbolizer->Symbolize(again, facts_.leaf + 8, AddressKind::kInstruction);
+  EXPECT_EQ(UnnamedWarnings(testing::internal::GetCapturedStderr()), 0);
+  EXPECT_EQ(symbolizer->UnnamedReason(again), reason);
+}
+
+TEST_F(SymbolizerTest, NamedFunctionsHaveNoReason) {
+  // Full symbols, and MiniDebugInfo: every function named, nothing said.
+  auto symbolizer = Symbolizer::Create({});
+  testing::internal::CaptureStderr();
+  for (const char* path :
+       {"symbolizer_test_program", "minidebuginfo/symbolizer_test_program"}) {
+    ModuleInfo module = Module(DataPath(path));
+    module.build_id_hex.clear();  // one index per file, not per build-id
+    for (uint64_t address : {facts_.leaf, facts_.c_function}) {
+      std::vector<SymbolizedFrame> frames =
+          symbolizer->Symbolize(module, address, AddressKind::kInstruction);
+      ASSERT_THAT(frames, Not(IsEmpty()));
+      EXPECT_FALSE(frames[0].unnamed) << path;
+    }
+    EXPECT_EQ(symbolizer->UnnamedReason(module), "") << path;
+  }
+  EXPECT_EQ(UnnamedWarnings(testing::internal::GetCapturedStderr()), 0);
+  EXPECT_EQ(symbolizer->stats().modules_unnamed, 0u);
+
+  // An address in no function of a binary with every symbol.
+  ModuleInfo module = Module(DataPath("symbolizer_test_program"));
+  EXPECT_THAT(symbolizer->Symbolize(module, facts_.load_bias + 0x40000000,
+                                    AddressKind::kInstruction),
+              IsEmpty());
+  EXPECT_THAT(symbolizer->UnnamedReason(module),
+              HasSubstr("an address in no function of its symbol table"));
+}
+
+TEST_F(SymbolizerTest, AMissingBinarysReasonSaysWhereItWasLookedFor) {
+  SymbolizerOptions options;
+  options.symbol_dirs = {(scratch_ / "empty-symbols").string()};
+  options.system_debug_dir = (scratch_ / "no-debug").string();
+  options.use_debuginfod = false;
+  auto symbolizer = Symbolizer::Create(options);
+  ModuleInfo module = Module("/nonexistent/ringprof/program");
+  EXPECT_THAT(
+      symbolizer->Symbolize(module, facts_.leaf, AddressKind::kInstruction),
+      IsEmpty());
+  EXPECT_EQ(symbolizer->UnnamedReason(module),
+            absl::StrCat("/nonexistent/ringprof/program: file not found; not "
+                         "found by build-id either (by build-id under ",
+                         options.symbol_dirs[0], ", ", options.system_debug_dir,
+                         "; debuginfod off (--debuginfod=false))"));
+  ModuleInfo anonymous = Module("");
+  anonymous.build_id_hex.clear();
+  EXPECT_THAT(
+      symbolizer->Symbolize(anonymous, facts_.leaf, AddressKind::kInstruction),
+      IsEmpty());
+  EXPECT_THAT(symbolizer->UnnamedReason(anonymous),
+              ::testing::StartsWith("no file (anonymous memory"));
+}
+
 // LLVM's symbolizer, an independent DWARF reader, as referee over addresses
 // spread across this test's executable (gtest, gmock and libstdc++
 // templates: deep inlining). (elfutils' eu-addr2line is no referee: its
@@ -765,6 +859,10 @@ TEST_F(SymbolizerRootTest, ARefusedRootIsCountedNotSilent) {
   fs::permissions(proc_root_ / std::to_string(kPid), fs::perms::owner_all);
   EXPECT_EQ(symbolizer->stats().roots_denied, 1u);
   EXPECT_EQ(symbolizer->stats().files_denied, 0u);
+  EXPECT_THAT(symbolizer->UnnamedReason(Reported()),
+              ::testing::StartsWith(
+                  absl::StrCat("access denied to ", proc_root_.string(), "/",
+                               kPid, "/root; not found by build-id either")));
   symbolizer->DetachProcess(kPid);
 }
 
@@ -783,6 +881,9 @@ TEST_F(SymbolizerRootTest, ARefusedBinaryIsCountedNotSilent) {
   }
   EXPECT_EQ(symbolizer->stats().files_denied, 1u);
   EXPECT_EQ(symbolizer->stats().roots_denied, 0u);
+  EXPECT_THAT(
+      symbolizer->UnnamedReason(Reported()),
+      ::testing::StartsWith(absl::StrCat(kReported, ": access denied (")));
 }
 
 TEST_F(SymbolizerRootTest, ALibraryTruncatedAfterIndexingKeepsSymbolizing) {
