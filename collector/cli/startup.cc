@@ -27,6 +27,7 @@
 #include "collector/collector.h"
 #include "collector/otlp/otlp_flags.h"
 #include "collector/profile/environment_facts.h"
+#include "collector/profile/leaf_names.h"
 #include "collector/shipping/pyroscope_flags.h"
 #include "collector/sink/local_sink.h"
 #include "collector/sink/tee_sink.h"
@@ -41,6 +42,7 @@ constexpr int kHottestPrinted = 3;
 
 // `fate`: how the profiled command ended, for `run` (null for collect).
 void PrintLocalOutput(const LocalSink& local, const LocalOutput& out,
+                      const CollectorSummary& summary,
                       const std::string* fate) {
   std::fprintf(stderr, "\nringprof: profiles in %s/\n",
                local.out_dir().c_str());
@@ -55,6 +57,10 @@ void PrintLocalOutput(const LocalSink& local, const LocalOutput& out,
   // What the emitters recorded about their environment (once each).
   for (const std::string& line : EnvironmentFactLines()) {
     std::fprintf(stderr, "ringprof: environment: %s\n", line.c_str());
+  }
+  // How much stayed unsymbolized, and where.
+  for (const std::string& line : LeafNameSummary(summary.totals.leaf_names)) {
+    std::fprintf(stderr, "ringprof: %s\n", line.c_str());
   }
   if (!out.top_table.empty()) {
     std::fprintf(stderr, "ringprof: top functions of each: %s/top.txt\n",
@@ -191,7 +197,7 @@ int Finish(Collector& collector, Sinks& sinks, bool print,
     absl::StatusOr<LocalOutput> out =
         sinks.local->Finalize(absl::GetFlag(FLAGS_top), kHottestPrinted);
     if (!out.ok()) return Fail(out.status(), 1);
-    if (print) PrintLocalOutput(*sinks.local, *out, fate);
+    if (print) PrintLocalOutput(*sinks.local, *out, summary, fate);
   }
   return flushed.ok() ? 0 : 1;
 }

@@ -96,6 +96,7 @@ const ProcessStats& ProcessProfiler::stats() const {
   stats_.tag_values_folded = labeler_.stats().values_folded;
   stats_.unknown_tag_sets = labeler_.stats().unknown_sets;
   stats_.replay_skipped = delivery_.replay_skipped();
+  stats_.leaf_names = encoder_.leaf_names();
   return stats_;
 }
 
@@ -115,6 +116,7 @@ ProcessStats& ProcessStats::operator+=(const ProcessStats& o) {
   tag_labels_dropped += o.tag_labels_dropped;
   tag_values_folded += o.tag_values_folded;
   unknown_tag_sets += o.unknown_tag_sets;
+  leaf_names += o.leaf_names;
   return *this;
 }
 

@@ -56,6 +56,7 @@
 #include "collector/pprof/pprof_validate.h"
 #include "collector/profile/delivery_tracker.h"
 #include "collector/profile/inuse_tracker.h"
+#include "collector/profile/leaf_names.h"
 #include "collector/profile/memory_budget.h"
 #include "collector/profile/process_facts.h"
 #include "collector/profile/stack_table.h"
@@ -119,6 +120,8 @@ struct ProcessStats {
   uint64_t tag_labels_dropped = 0;  // tags refused by the label rules
   uint64_t tag_values_folded = 0;   // tag values past the budget: "other"
   uint64_t unknown_tag_sets = 0;    // samples naming a set never defined
+  // Per kind, the value whose leaf has no function name (leaf_names.h).
+  LeafNamesByKind leaf_names;
 
   // Adds every counter of `other` (totals over processes).
   ProcessStats& operator+=(const ProcessStats& other);

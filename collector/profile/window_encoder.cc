@@ -115,6 +115,8 @@ void WindowEncoder::Finish(ProfileKind kind, Labels labels, const Build& build,
                            int64_t from, int64_t until,
                            std::vector<WindowProfile>& out) {
   if (build.builder.empty()) return;
+  ExportLeafNames(kind, build.leaves);
+  leaf_names_[kind] += build.leaves;
   WindowProfile profile;
   profile.kind = kind;
   profile.labels = std::move(labels);
@@ -128,6 +130,9 @@ void WindowEncoder::Finish(ProfileKind kind, Labels labels, const Build& build,
 void WindowEncoder::Add(Build& build, uint32_t stack,
                         absl::Span<const int64_t> values) {
   AppendStack(build, stack);
+  if (build.primary < values.size()) {
+    CountLeaf(build, stack, values[build.primary]);
+  }
   PprofBuilder::LabelSetId labels = 0;
   if (stacks_->IsReal(stack) && stacks_->stack(stack).labels != 0) {
     labels = build.builder.InternLabels(
@@ -152,6 +157,34 @@ void WindowEncoder::AppendStack(Build& build, uint32_t stack) {
   if (out.empty()) {
     out.push_back(build.builder.InternSyntheticLocation("[unknown]"));
   }
+}
+
+void WindowEncoder::CountLeaf(Build& build, uint32_t stack, int64_t value) {
+  if (!stacks_->IsReal(stack) || value <= 0) return;
+  const absl::Span<const uint32_t> frames = stacks_->ProgramFrames(stack);
+  if (frames.empty()) return;
+  build.leaves.total += value;
+  // Symbolized by AppendStack, innermost frame first.
+  const StackTable::Location& leaf = stacks_->location(frames[0]);
+  if (!leaf.frames.empty() && !leaf.frames[0].unnamed &&
+      !leaf.frames[0].function.empty()) {
+    return;
+  }
+  build.leaves.unnamed += value;
+  const ModuleInfo* module = stacks_->ModuleOf(frames[0]);
+  UnnamedModule& entry =
+      build.leaves.modules[module != nullptr ? module->path : ""];
+  if (entry.reason.empty()) entry.reason = UnnamedReason(module);
+  entry.value += value;
+}
+
+std::string WindowEncoder::UnnamedReason(const ModuleInfo* module) const {
+  if (module == nullptr) return "in no module the process reported mapping";
+  if (symbolizer_ == nullptr) {
+    return "not symbolized by the collector (--symbolize=false)";
+  }
+  std::string reason = symbolizer_->UnnamedReason(*module);
+  return reason.empty() ? "no reason recorded" : reason;
 }
 
 std::vector<LineSpec> WindowEncoder::LinesOf(uint32_t index,

@@ -10,7 +10,8 @@
 // Each stack is turned into pprof locations once per profile: its program
 // frames (StackTable::ProgramFrames) symbolized on first use (the symbols
 // are kept in the StackTable), mapped to their module's pprof mapping, with
-// the stack's sample labels (TagLabeler); the synthetic stacks become one
+// the stack's sample labels (TagLabeler); each profile's leaves without a
+// function name are counted (leaf_names.h); the synthetic stacks become one
 // named frame ("[lost]", "[no sample]", "[truncated]", "[thread not
 // sampled]"). The executable's module is the profile's first mapping (pprof
 // shows it as "File:"). A profile without samples is left out.
@@ -34,6 +35,7 @@
 #include "collector/pprof/pprof_builder.h"
 #include "collector/pprof/pprof_validate.h"
 #include "collector/pprof/profile_kinds.h"
+#include "collector/profile/leaf_names.h"
 #include "collector/profile/stack_table.h"
 #include "collector/profile/tag_labeler.h"
 #include "collector/profile/wait_profiles.h"
@@ -90,12 +92,18 @@ class WindowEncoder {
                                     const CpuSource& cpu, int64_t from_unix_ns,
                                     int64_t until_unix_ns);
 
+  // Every profile encoded so far: how much of each kind's value has a leaf
+  // without a function name.
+  const LeafNamesByKind& leaf_names() const { return leaf_names_; }
+
  private:
   // One profile being built, with the pprof locations interned so far.
   struct Build {
     explicit Build(const ProfileSpec& spec, const PyroscopeLimits& limits)
-        : builder(spec, limits) {}
+        : builder(spec, limits), primary(spec.primary_value) {}
     PprofBuilder builder;
+    size_t primary;    // the value leaves are counted in
+    LeafNames leaves;  // this profile's
     absl::flat_hash_map<uint32_t, PprofBuilder::LocationId> memo;
     std::vector<PprofBuilder::LocationId> stack;
   };
@@ -109,13 +117,16 @@ class WindowEncoder {
                     std::vector<WindowProfile>& out);
   void EncodeWaits(ProfileKind kind, const WaitsByStack& waits, int64_t from,
                    int64_t until, std::vector<WindowProfile>& out);
-  // Appends the profile `build` made, if it has samples.
-  static void Finish(ProfileKind kind, Labels labels, const Build& build,
-                     int64_t from, int64_t until,
-                     std::vector<WindowProfile>& out);
+  // Appends the profile `build` made, if it has samples, and counts its
+  // leaves.
+  void Finish(ProfileKind kind, Labels labels, const Build& build, int64_t from,
+              int64_t until, std::vector<WindowProfile>& out);
   // Adds `values` (one per sample type) for `stack` with its labels.
   void Add(Build& build, uint32_t stack, absl::Span<const int64_t> values);
   void AppendStack(Build& build, uint32_t stack);
+  // Counts `value` of a sample of `stack` in build.leaves.
+  void CountLeaf(Build& build, uint32_t stack, int64_t value);
+  std::string UnnamedReason(const ModuleInfo* module) const;
   PprofBuilder::LocationId Location(Build& build, uint32_t location);
   // The location's pprof lines (symbolizing it now if it was not); sets
   // `resolved` when the symbolizer named it.
@@ -126,6 +137,7 @@ class WindowEncoder {
   StackTable* const stacks_;
   const TagLabeler* const labeler_;
   Symbolizer* const symbolizer_;
+  LeafNamesByKind leaf_names_;
 };
 
 }  // namespace collector

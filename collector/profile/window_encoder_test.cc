@@ -27,7 +27,13 @@ class FakeSymbolizer : public Symbolizer {
         kind == AddressKind::kReturnAddress) {
       return {{"inlined", "a.h", 2}, {"main", "main.cc", 5}};
     }
+    if (module.path == "/bin/app" && address == 0x1300) {
+      return {{"[app] 0x1300", "", 0, /*unnamed=*/true}};
+    }
     return {};
+  }
+  std::string UnnamedReason(const ModuleInfo& module) const override {
+    return "stripped, says the fake";
   }
   uint64_t misses() const override { return 0; }
   SymbolizerStats stats() const override { return {}; }
@@ -131,6 +137,54 @@ TEST_F(WindowEncoderTest, MemoryHasAllocationsAndTheInUseSnapshot) {
                                                  Pair("[lost]", 100)));
   EXPECT_THAT(Folded(p, 3), UnorderedElementsAre(Pair("app+0x10ff", 2048),
                                                  Pair("[lost]", 0)));
+}
+
+TEST_F(WindowEncoderTest, CountsTheValueOfLeavesWithoutAFunctionName) {
+  // Leaves: named (0x1100), a function start only (0x1300), nothing found
+  // (0x1400), in no module (0x9000); [lost] has no leaf to name.
+  const uint32_t named = stacks_.Intern({0x1100, 0x1300}, false, false, 0);
+  const uint32_t start_only = stacks_.Intern({0x1300}, false, false, 0);
+  const uint32_t unresolved = stacks_.Intern({0x1400, 0x1100}, false, false, 0);
+  const uint32_t no_module = stacks_.Intern({0x9000}, false, false, 0);
+  WindowAggregates window;
+  window.timer_cpu_ns[named] = 600;
+  window.timer_cpu_ns[start_only] = 200;
+  window.timer_cpu_ns[unresolved] = 100;
+  window.timer_cpu_ns[no_module] = 50;
+  window.timer_cpu_ns[StackTable::kLostStack] = 1000;
+  window.alloc[start_only] = {1, 4096};
+  InUseByStack inuse;  // not the memory profile's default sample type
+  inuse[start_only] = {1, 1 << 20};
+  WindowEncoder encoder(options_, &stacks_, &labeler_, &symbolizer_);
+  encoder.Encode(window, inuse, CpuSource{true, 10}, 0, 10);
+  encoder.Encode(window, inuse, CpuSource{true, 10}, 10, 20);
+
+  const LeafNamesByKind& leaves = encoder.leaf_names();
+  const LeafNames& cpu = leaves.at(ProfileKind::kCpu);
+  EXPECT_EQ(cpu.total, 2 * 950);
+  EXPECT_EQ(cpu.unnamed, 2 * 350);
+  ASSERT_EQ(cpu.modules.size(), 2u);
+  EXPECT_EQ(cpu.modules.at("/bin/app").value, 2 * 300);
+  EXPECT_EQ(cpu.modules.at("/bin/app").reason, "stripped, says the fake");
+  EXPECT_EQ(cpu.modules.at("").value, 2 * 50);
+  EXPECT_EQ(cpu.modules.at("").reason,
+            "in no module the process reported mapping");
+  const LeafNames& memory = leaves.at(ProfileKind::kMemory);
+  EXPECT_EQ(memory.total, 2 * 4096);
+  EXPECT_EQ(memory.unnamed, 2 * 4096);
+}
+
+TEST_F(WindowEncoderTest, WithoutASymbolizerNoLeafHasAName) {
+  const uint32_t stack = stacks_.Intern({0x1100, 0x1200}, false, false, 0);
+  WindowAggregates window;
+  window.timer_cpu_ns[stack] = 30;
+  WindowEncoder encoder(options_, &stacks_, &labeler_, nullptr);
+  encoder.Encode(window, {}, CpuSource{true, 10}, 0, 10);
+  const LeafNames& cpu = encoder.leaf_names().at(ProfileKind::kCpu);
+  EXPECT_EQ(cpu.total, 30);
+  EXPECT_EQ(cpu.unnamed, 30);
+  EXPECT_EQ(cpu.modules.at("/bin/app").reason,
+            "not symbolized by the collector (--symbolize=false)");
 }
 
 TEST_F(WindowEncoderTest, EmptyWindowHasNoProfiles) {
