@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -421,6 +422,9 @@ struct ModuleIndex {
   bool found = false;        // a usable file was found
   // Why an address here may have no function name (Build's findings).
   std::string unnamed_reason;
+  // Not found because the process's root could not be read (it had exited,
+  // or access was denied): kept for that process alone (Load).
+  bool root_unavailable = false;
   SymbolTable symbols;
   std::unique_ptr<DwarfIndex> dwarf;
   // Results by looked-up ELF address; names live in `names`.
@@ -508,8 +512,12 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   std::string UnnamedReason(const ModuleInfo& module) const override {
-    auto it = unnamed_reasons_.find(ReasonKey(module));
-    return it != unnamed_reasons_.end() ? it->second : "";
+    // The index Load would use: this process's own first.
+    for (const std::string& key : {RootUnavailableKey(module), KeyOf(module)}) {
+      auto it = unnamed_reasons_.find(key);
+      if (it != unnamed_reasons_.end()) return it->second;
+    }
+    return "";
   }
 
   uint64_t misses() const override { return stats_.addresses_unresolved; }
@@ -645,10 +653,12 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   // A workload path, resolved inside the process's root. `failure`, when
-  // given, says why nothing was opened.
+  // given, says why nothing was opened; `no_root`, that the process's root
+  // could not be read.
   std::unique_ptr<ElfFile> OpenInWorkload(uint32_t pid, const std::string& path,
                                           const std::string& build_id,
-                                          std::string* failure = nullptr) {
+                                          std::string* failure = nullptr,
+                                          bool* no_root = nullptr) {
     std::string ignored;
     if (failure == nullptr) failure = &ignored;
     if (path.empty() || path[0] != '/') {
@@ -676,7 +686,10 @@ class ElfSymbolizer final : public Symbolizer {
       }
       root = ad_hoc.get();
     }
-    if (root < 0) return nullptr;
+    if (root < 0) {
+      if (no_root != nullptr) *no_root = true;
+      return nullptr;
+    }
     absl::StatusOr<UniqueFd> fd = OpenInRoot(
         root, path,
         options_.walk_only ? RootResolution::kWalkOnly : RootResolution::kAuto);
@@ -705,9 +718,10 @@ class ElfSymbolizer final : public Symbolizer {
   // source first.
   // `failure` says why the workload's own file was not used.
   std::unique_ptr<ElfFile> FindBinary(const ModuleInfo& module,
-                                      std::string* failure) {
+                                      std::string* failure, bool* no_root) {
     const std::string& id = module.build_id_hex;
-    if (auto file = OpenInWorkload(module.pid, module.path, id, failure)) {
+    if (auto file =
+            OpenInWorkload(module.pid, module.path, id, failure, no_root)) {
       return file;
     }
     if (id.size() < 3) return nullptr;  // no path is safe without an id
@@ -840,21 +854,24 @@ class ElfSymbolizer final : public Symbolizer {
                                     " in none of its places"));
   }
 
-  // Whose reason UnnamedReason gives: the module's build-id, else its path
-  // (one reason for every process mapping it).
-  static std::string ReasonKey(const ModuleInfo& module) {
+  // What a module is said once per: its build-id, else its path (whatever
+  // process maps it).
+  static std::string SaidKey(const ModuleInfo& module) {
     return !module.build_id_hex.empty() && UsableBuildId(module.build_id_hex)
                ? module.build_id_hex
                : absl::StrCat("path:", module.path);
   }
 
-  // An address of `module` got no function name: the module's reason is
-  // kept for UnnamedReason and said once.
+  // An address of `module` got no function name: the reason of its index
+  // is kept for UnnamedReason, and said once per module.
   void NoteUnnamed(const ModuleInfo& module, const ModuleIndex& index) {
-    if (unnamed_reasons_.size() >= kMaxUnnamedModules) return;
-    auto [it, inserted] =
-        unnamed_reasons_.try_emplace(ReasonKey(module), index.unnamed_reason);
-    if (!inserted) return;
+    if (unnamed_reasons_.size() < kMaxUnnamedModules) {
+      unnamed_reasons_.try_emplace(index.key, index.unnamed_reason);
+    }
+    if (said_unnamed_.size() >= kMaxUnnamedModules ||
+        !said_unnamed_.insert(SaidKey(module)).second) {
+      return;
+    }
     ++stats_.modules_unnamed;
     metrics().modules_unnamed.Add(1);
     LogWarning(absl::StrCat(
@@ -864,7 +881,7 @@ class ElfSymbolizer final : public Symbolizer {
         "+0x<offset>): ", index.unnamed_reason,
         ". Said once per module; their share of each profile: `ringprof "
         "run`'s summary, ringprof_profile_unsymbolized_value_total",
-        unnamed_reasons_.size() == kMaxUnnamedModules
+        said_unnamed_.size() == kMaxUnnamedModules
             ? absl::StrCat(" (", kMaxUnnamedModules,
                            " modules said: no more will be)")
             : ""));
@@ -883,10 +900,23 @@ class ElfSymbolizer final : public Symbolizer {
                : module.build_id_hex;
   }
 
+  // The key of a module with a build-id that was not found because its
+  // process's root could not be read: that process's alone, so that
+  // another process mapping the same build-id looks again (a short-lived
+  // process must not leave libc unnamed for every other).
+  static std::string RootUnavailableKey(const ModuleInfo& module) {
+    return module.build_id_hex.empty()
+               ? std::string()
+               : absl::StrCat("no root:", module.pid, ":", module.build_id_hex);
+  }
+
   ModuleIndex& Load(const ModuleInfo& module) {
     const bool usable = UsableBuildId(module.build_id_hex);
-    const std::string key = KeyOf(module);
+    std::string key = KeyOf(module);
     auto found = modules_.find(key);
+    if (found == modules_.end() && usable) {
+      found = modules_.find(RootUnavailableKey(module));
+    }
     if (found != modules_.end()) {
       ModuleIndex& index = *found->second;
       lru_.splice(lru_.begin(), lru_, index.lru);
@@ -901,6 +931,10 @@ class ElfSymbolizer final : public Symbolizer {
                              : module.path.substr(slash + 1);
     if (usable) {
       Build(module, &index);
+      if (index.root_unavailable && !module.build_id_hex.empty()) {
+        key = RootUnavailableKey(module);
+        index.key = key;
+      }
     } else {
       index.unnamed_reason = "its build-id is not lower-case hex";
     }
@@ -915,8 +949,10 @@ class ElfSymbolizer final : public Symbolizer {
 
   void Build(const ModuleInfo& module, ModuleIndex* index) {
     std::string failure;
-    std::unique_ptr<ElfFile> binary = FindBinary(module, &failure);
+    bool no_root = false;
+    std::unique_ptr<ElfFile> binary = FindBinary(module, &failure, &no_root);
     if (binary == nullptr) {
+      index->root_unavailable = no_root;
       index->unnamed_reason =
           module.build_id_hex.empty()
               ? absl::StrCat(failure, "; no build-id to look for it elsewhere")
@@ -1062,9 +1098,11 @@ class ElfSymbolizer final : public Symbolizer {
   bool warned_root_denied_ = false;
   bool warned_file_denied_ = false;
   bool warned_minidebuginfo_ = false;
-  // Modules an address of which had no function name, by key: their reason.
+  // Modules an address of which had no function name: their reason by
+  // index key, and the modules said (SaidKey); each of the first 1000.
   static constexpr size_t kMaxUnnamedModules = 1000;
   absl::flat_hash_map<std::string, std::string> unnamed_reasons_;
+  absl::flat_hash_set<std::string> said_unnamed_;
   Debuginfod debuginfod_;
   absl::flat_hash_map<uint32_t, ProcessRoot> roots_;
   // Modules by key; lru_ front is the most recently used.

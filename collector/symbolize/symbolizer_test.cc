@@ -1080,6 +1080,37 @@ TEST_F(SymbolizerTest, AnExitedProcessIsSymbolizedThroughItsHeldRoot) {
               IsEmpty());
 }
 
+TEST_F(SymbolizerTest, AProcessGoneUnreadLeavesOthersMappingItsBuildIdNamed) {
+  // A process reaped before the collector saw it: its root is gone, so its
+  // modules are not found, which must not leave the same build-id unnamed
+  // in a live process (a short-lived shell's libc, python3's libc).
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  auto symbolizer = Symbolizer::Create({});
+  ModuleInfo gone = Module(DataPath("symbolizer_test_program"));
+  gone.pid = static_cast<uint32_t>(child);
+  EXPECT_THAT(symbolizer->Symbolize(gone, facts_.outer_return_address,
+                                    AddressKind::kReturnAddress),
+              IsEmpty());
+  const std::string reason = symbolizer->UnnamedReason(gone);
+  EXPECT_THAT(reason, ::testing::StartsWith(absl::StrCat(
+                          "the process had exited before its files were "
+                          "read (/proc/",
+                          child, "/root gone)")));
+  ModuleInfo live = Module(DataPath("symbolizer_test_program"));
+  ExpectOuterChain(symbolizer->Symbolize(live, facts_.outer_return_address,
+                                         AddressKind::kReturnAddress));
+  EXPECT_EQ(symbolizer->UnnamedReason(live), "");
+  EXPECT_EQ(symbolizer->UnnamedReason(gone), reason);
+  // Found once, by any process: the gone one's next addresses too.
+  std::vector<SymbolizedFrame> leaf =
+      symbolizer->Symbolize(gone, facts_.leaf, AddressKind::kInstruction);
+  ASSERT_THAT(leaf, SizeIs(1));
+  EXPECT_EQ(leaf[0].function, "ringprof_test::Leaf(int)");
+}
+
 TEST_F(SymbolizerTest, EvictsLeastRecentlyUsedModulesBeyondTheBudget) {
   LoadedLibrary libc;
   dl_iterate_phdr(FindLibc, &libc);
