@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -510,6 +511,72 @@ TEST(WriterCreateTest, RefusesExistingFilesSymlinksAndBadOptions) {
   EXPECT_FALSE(second.TryAppend(RecordType::kLabel, nullptr, 0, nullptr, 0, 0));
   // Nothing was left behind by the failures.
   EXPECT_NE(access(other.c_str(), F_OK), 0);
+}
+
+// Blocks the file holds, in bytes.
+uint64_t AllocatedBytes(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+// With reserve_as_written the file starts with its header's blocks only and
+// gains a chunk of a ring's slots as appends first reach it; every record
+// reads back, a lap included, and errno is kept.
+TEST(WriterCreateTest, ReserveAsWrittenReservesChunksAsTheAppendsReachThem) {
+  // tmpfs (blocks are pages as written) where the test runs has it.
+  const char* shm = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : nullptr;
+  if (shm == nullptr) GTEST_SKIP() << "no writable /dev/shm";
+  const std::string path =
+      absl::StrCat(shm, "/ringprof-reserve-test.", getpid(), ".ring");
+  WriterOptions options = TestWriterOptions(path);
+  options.populate = false;
+  options.reserve_as_written = true;
+  options.slots_per_ring = 1024;
+  options.slot_size = 1024;  // 1 MiB per ring, 64 slots per chunk
+  RingWriter writer;
+  ASSERT_EQ(writer.Create(options), 0);
+  const uint64_t header = SlotsOffsetFor(options.ring_count);
+  const uint64_t file_size =
+      FileSizeFor(options.ring_count, 1024, options.slot_size);
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), file_size);
+  EXPECT_EQ(AllocatedBytes(path), header);
+
+  // Ten records into ring 1: the first chunk of that ring, errno kept.
+  for (uint64_t i = 0; i < 10; ++i) {
+    LostSamples record = {};
+    record.samples = i;
+    errno = EDOM;
+    ASSERT_TRUE(AppendFixed(writer, RecordType::kLostSamples, record, 1));
+    EXPECT_EQ(errno, EDOM);
+  }
+  EXPECT_EQ(AllocatedBytes(path), header + kReserveChunkBytes);
+
+  // A lap and a half of ring 0: all of ring 0, the newest 1024 read back.
+  for (uint64_t i = 0; i < 1536; ++i) {
+    LostSamples record = {};
+    record.samples = 1000 + i;
+    ASSERT_TRUE(AppendFixed(writer, RecordType::kLostSamples, record, 0));
+  }
+  EXPECT_EQ(AllocatedBytes(path), header + (1 << 20) + kReserveChunkBytes);
+  PollStats stats;
+  absl::StatusOr<std::vector<OwnedRecord>> records =
+      ReadAllRecords(path, &stats);
+  ASSERT_TRUE(records.ok()) << records.status();
+  EXPECT_EQ(records->size(), 1024u + 10u);
+  EXPECT_EQ(stats.lost, 512u);
+  uint64_t sum = 0;
+  for (const OwnedRecord& record : *records) {
+    absl::StatusOr<LostSamples> decoded = DecodeLostSamples(record.view());
+    ASSERT_TRUE(decoded.ok());
+    sum += decoded->samples;
+  }
+  // 0..9 from ring 1, 1512..2535 from ring 0.
+  EXPECT_EQ(sum, 45u + (1512u + 2535u) * 1024u / 2);
+  writer.Close();
+  unlink(path.c_str());
 }
 
 TEST(WriterCreateTest, SlotsPerRingIsRoundedUpToAPowerOfTwo) {

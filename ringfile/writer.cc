@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +25,30 @@ namespace {
 
 // PrefetchNextSlot's reach: an allocation sample with a 32-frame stack.
 constexpr uint32_t kPrefetchBytes = 384;
+
+// RingWriter::reserved_ of a ring whose slots are all backed.
+constexpr uint64_t kAllReserved = ~uint64_t{0};
+
+// Linux 5.14's MADV_POPULATE_WRITE (older headers lack it): write-faults
+// the range in, and fails (EFAULT, ENOMEM) where a write would raise
+// SIGBUS; EINVAL where the kernel does not know it.
+constexpr int kMadvPopulateWrite = 23;
+
+// madvise(MADV_POPULATE_WRITE) on the pages covering [begin, end): 0 or the
+// errno value; errno itself is kept (this may run inside malloc or a signal
+// handler).
+int PopulateWrite(const uint8_t* begin, const uint8_t* end,
+                  uintptr_t page_size) {
+  const uintptr_t from = reinterpret_cast<uintptr_t>(begin) & ~(page_size - 1);
+  const uintptr_t to =
+      (reinterpret_cast<uintptr_t>(end) + page_size - 1) & ~(page_size - 1);
+  const int saved_errno = errno;
+  const int err = syscall(SYS_madvise, from, to - from, kMadvPopulateWrite) == 0
+                      ? 0
+                      : errno;
+  errno = saved_errno;
+  return err;
+}
 
 // Copies a C string into a fixed NUL-padded field, truncating; the field is
 // always NUL-terminated.
@@ -149,19 +175,51 @@ void InitHeader(uint8_t* base, uint64_t file_size, uint32_t slots_per_ring,
   header->ready.store(kReadyMagic, std::memory_order_release);
 }
 
-// Creates, sizes, maps and initialises the file; *base on success. Returns
-// 0, an errno value, or kUnnamedUnsupported (nothing left behind).
+// Reserves the blocks of a file sized (sparse) to `file_size` and mapped at
+// `base`: the header's, and with a kernel that has MADV_POPULATE_WRITE
+// (probed on the header's pages) and a filesystem with room for the whole
+// file now, nothing more, which *all_reserved = false says; else the whole
+// file (so that a disk too full for it fails creation, as without
+// reserve_as_written). 0 or an errno value.
+int ReserveHeader(int fd, uint64_t header_size, uint64_t file_size,
+                  const uint8_t* base, bool* all_reserved) {
+  const int err = posix_fallocate(fd, 0, static_cast<off_t>(header_size));
+  if (err != 0) return err;
+  struct statfs fs;
+  // f_blocks 0: no limit (a tmpfs mounted without size=).
+  const bool room =
+      fstatfs(fd, &fs) != 0 || fs.f_blocks == 0 ||
+      static_cast<uint64_t>(fs.f_bavail) * fs.f_bsize >= file_size;
+  if (room && PopulateWrite(base, base + header_size, getpagesize()) == 0) {
+    *all_reserved = false;
+    return 0;
+  }
+  return posix_fallocate(fd, 0, static_cast<off_t>(file_size));
+}
+
+// Creates, sizes, maps and initialises the file; *base on success and
+// whether every block is reserved. Returns 0, an errno value, or
+// kUnnamedUnsupported (nothing left behind).
 int MakeFile(const WriterOptions& options, uint64_t file_size,
-             uint32_t slots_per_ring, bool unnamed, void** base_out) {
+             uint32_t slots_per_ring, bool unnamed, void** base_out,
+             bool* all_reserved) {
   const int fd = unnamed
                      ? OpenUnnamed(options.path, options.mode)
                      : open(options.path,
                             O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                             options.mode);
   if (fd < 0) return unnamed ? kUnnamedUnsupported : errno;
-  // Reserve the blocks now: on a full disk or tmpfs this fails here, instead
-  // of as SIGBUS in the middle of an append.
-  int err = posix_fallocate(fd, 0, static_cast<off_t>(file_size));
+  // Reserve the blocks now (all, or the header's and then the slots' as
+  // they are reached: Reserve): on a full disk or tmpfs this fails here or
+  // in Reserve, never as SIGBUS in the middle of an append.
+  const bool lazily = options.reserve_as_written && !options.populate;
+  *all_reserved = true;
+  int err = 0;
+  if (!lazily) {
+    err = posix_fallocate(fd, 0, static_cast<off_t>(file_size));
+  } else if (ftruncate(fd, static_cast<off_t>(file_size)) != 0) {
+    err = errno;
+  }
   void* base = MAP_FAILED;
   if (err == 0) {
     // MAP_POPULATE (WriterOptions::populate): fault every page in now, so
@@ -170,6 +228,10 @@ int MakeFile(const WriterOptions& options, uint64_t file_size,
     base = mmap(nullptr, file_size, PROT_READ | PROT_WRITE,
                 MAP_SHARED | (options.populate ? MAP_POPULATE : 0), fd, 0);
     if (base == MAP_FAILED) err = errno;
+  }
+  if (err == 0 && lazily) {
+    err = ReserveHeader(fd, SlotsOffsetFor(options.ring_count), file_size,
+                        static_cast<const uint8_t*>(base), all_reserved);
   }
   if (err == 0) {
     InitHeader(static_cast<uint8_t*>(base), file_size, slots_per_ring, options);
@@ -207,11 +269,12 @@ int RingWriter::Create(const WriterOptions& options) {
   if (file_size > kMaxFileSize) return EFBIG;
 
   void* base = nullptr;
-  int err =
-      MakeFile(options, file_size, slots_per_ring, /*unnamed=*/true, &base);
+  bool all_reserved = true;
+  int err = MakeFile(options, file_size, slots_per_ring, /*unnamed=*/true,
+                     &base, &all_reserved);
   if (err == kUnnamedUnsupported) {
-    err =
-        MakeFile(options, file_size, slots_per_ring, /*unnamed=*/false, &base);
+    err = MakeFile(options, file_size, slots_per_ring, /*unnamed=*/false, &base,
+                   &all_reserved);
   }
   if (err != 0) return err;
 
@@ -223,7 +286,35 @@ int RingWriter::Create(const WriterOptions& options) {
   ring_count_ = options.ring_count;
   slots_per_ring_ = slots_per_ring;
   slot_size_ = options.slot_size;
+  page_size_ = static_cast<uint32_t>(getpagesize());
+  for (std::atomic<uint64_t>& reserved : reserved_) {
+    reserved.store(all_reserved ? kAllReserved : 0, std::memory_order_relaxed);
+  }
   return 0;
+}
+
+bool RingWriter::Reserve(uint32_t ring, uint64_t index) {
+  const uint64_t position = index & (slots_per_ring_ - 1);
+  uint64_t reserved = reserved_[ring].load(std::memory_order_acquire);
+  if (position < reserved) return true;
+  // From the first slot not yet backed to the end of the chunk holding
+  // `position`: below the mark every slot stays backed.
+  const uint64_t chunk_slots =
+      kReserveChunkBytes / slot_size_ > 0 ? kReserveChunkBytes / slot_size_ : 1;
+  uint64_t end = position + chunk_slots;
+  if (end > slots_per_ring_) end = slots_per_ring_;
+  const uint8_t* ring_base =
+      slots_ + uint64_t{ring} * slots_per_ring_ * slot_size_;
+  if (PopulateWrite(ring_base + reserved * slot_size_,
+                    ring_base + end * slot_size_, page_size_) != 0) {
+    return false;
+  }
+  const uint64_t mark = end == slots_per_ring_ ? kAllReserved : end;
+  while (reserved < mark && !reserved_[ring].compare_exchange_weak(
+                                reserved, mark, std::memory_order_release,
+                                std::memory_order_acquire)) {
+  }
+  return true;
 }
 
 bool RingWriter::TryAppend(RecordType type, const void* head,
@@ -240,6 +331,11 @@ bool RingWriter::TryAppend(RecordType type, const void* head,
 
   const uint64_t index =
       control.next_index.fetch_add(1, std::memory_order_relaxed);
+  // Given up, like a busy slot, when its blocks cannot be had.
+  if (index >= reserved_[ring].load(std::memory_order_acquire) &&
+      !Reserve(ring, index)) {
+    return false;
+  }
   uint8_t* slot_base = Slot(ring, index);
   SlotHeader* slot = reinterpret_cast<SlotHeader*>(slot_base);
 

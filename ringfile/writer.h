@@ -3,11 +3,13 @@
 // Thread-safety: TryAppend may be called concurrently from any number of
 // threads of the creating process, from inside malloc, and from signal
 // handlers (also one that interrupted a TryAppend on the same thread).
-// TryAppend is lock-free, allocation-free and syscall-free: it touches only
-// the mapped file. It never blocks: when the reader falls behind, the oldest
-// records are overwritten (flight recorder) and the reader counts the gap;
-// when a slot is still being written by a stalled writer, the new record is
-// dropped and likewise shows up as a gap (FORMAT.md, "Loss").
+// TryAppend is lock-free and allocation-free; it touches only the mapped
+// file, and makes a system call only with WriterOptions::reserve_as_written,
+// once per chunk of a ring it first reaches (errno kept). It never blocks: when
+// the reader falls behind, the oldest records are overwritten (flight recorder)
+// and the reader counts the gap; when a slot is still being written by a
+// stalled writer, the new record is dropped and likewise shows up as a gap
+// (FORMAT.md, "Loss").
 //
 // Create/Close are not signal-safe and may make syscalls; call them at
 // start-up and shut-down. This header depends only on libc and format.h, so
@@ -15,6 +17,7 @@
 #ifndef RINGPROF_RINGFILE_WRITER_H_
 #define RINGPROF_RINGFILE_WRITER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -39,7 +42,23 @@ struct WriterOptions {
   // here, and 0.6 ms less to unmap) and the first append to each page
   // faults it in (~1 us natively; only the pages the process uses).
   bool populate = true;
+  // Blocks reserved as the appends first reach them rather than all at
+  // creation: the header's at creation (posix_fallocate), then each ring's
+  // slots kReserveChunkBytes at a time (madvise MADV_POPULATE_WRITE, which
+  // fails where a write would raise SIGBUS: the record is then given up, a
+  // gap the reader counts). Creation then costs a fraction of the whole
+  // file's reservation (8 MiB on tmpfs: ~3 ms, here), which a short-lived
+  // process that samples a little would pay for nothing. The whole file is
+  // reserved at creation as without it where the kernel lacks
+  // MADV_POPULATE_WRITE (Linux < 5.14, gVisor) and where the filesystem has
+  // no room for it now (so that creation fails on a full disk as before).
+  // Ignored with `populate`.
+  bool reserve_as_written = false;
 };
+
+// The span of slots reserve_as_written reserves at a time (rounded out to
+// whole pages and slots).
+inline constexpr uint64_t kReserveChunkBytes = 64 * 1024;
 
 class RingWriter {
  public:
@@ -49,7 +68,8 @@ class RingWriter {
   ~RingWriter();
 
   // Creates, sizes (posix_fallocate, so a full disk fails here and never
-  // later as SIGBUS), maps (with options.populate, so that appends take no
+  // later as SIGBUS; with reserve_as_written only the header, the slots as
+  // they are reached), maps (with options.populate, so that appends take no
   // page faults) and initialises the file; writes `ready` last.
   // Returns 0 or an errno value; on failure nothing is left behind.
   int Create(const WriterOptions& options);
@@ -83,6 +103,10 @@ class RingWriter {
                         slot_size_;
   }
 
+  // Backs slots [reserved_[ring], index] of `ring` and the rest of their
+  // chunk; false when the blocks cannot be had (the record is given up).
+  bool Reserve(uint32_t ring, uint64_t index);
+
   uint8_t* base_ = nullptr;
   size_t size_ = 0;
   FileHeader* header_ = nullptr;
@@ -91,6 +115,9 @@ class RingWriter {
   uint32_t ring_count_ = 0;
   uint32_t slots_per_ring_ = 0;
   uint32_t slot_size_ = 0;
+  uint32_t page_size_ = 4096;
+  // Per ring, the slots below this are backed (kAllReserved: all of them).
+  std::atomic<uint64_t> reserved_[kMaxRings] = {};
 };
 
 }  // namespace ringfile
