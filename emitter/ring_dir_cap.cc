@@ -60,7 +60,11 @@ uint64_t AllocatedBytes(int dir_fd, const char* name) {
       !S_ISREG(st.st_mode)) {
     return 0;
   }
-  return static_cast<uint64_t>(st.st_blocks) * 512;
+  // A ring's blocks may be reserved as its writer reaches them
+  // (WriterOptions::reserve_as_written): it counts for its full size.
+  const uint64_t blocks = static_cast<uint64_t>(st.st_blocks) * 512;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  return blocks > size ? blocks : size;
 }
 
 struct Candidate {

@@ -36,9 +36,12 @@ class RingDirCapTest : public ::testing::Test {
     ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
   }
 
-  // A complete ring file header (the rest zero), fully allocated.
+  // A complete ring file header (the rest zero), fully allocated, or
+  // `sparse` (sized, its slots' blocks not reserved yet, as the emitter's
+  // rings start natively).
   void WriteRing(const std::string& name, uint32_t pid, uint64_t start_ticks,
-                 bool ended, uint64_t created_ns, bool ready = true) {
+                 bool ended, uint64_t created_ns, bool ready = true,
+                 bool sparse = false) {
     ringfile::FileHeader header;
     memset(static_cast<void*>(&header), 0, sizeof(header));
     memcpy(header.magic, ringfile::kMagic, sizeof(header.magic));
@@ -50,7 +53,11 @@ class RingDirCapTest : public ::testing::Test {
     const std::string path = dir_ + "/" + name;
     const int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0600);
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(posix_fallocate(fd, 0, kFileSize), 0);
+    if (sparse) {
+      ASSERT_EQ(ftruncate(fd, kFileSize), 0);
+    } else {
+      ASSERT_EQ(posix_fallocate(fd, 0, kFileSize), 0);
+    }
     ASSERT_EQ(pwrite(fd, &header, sizeof(header), 0),
               static_cast<ssize_t>(sizeof(header)));
     close(fd);
@@ -89,6 +96,21 @@ TEST_F(RingDirCapTest, EndedRingsOfGoneProcessesGoFirstOldestFirst) {
   EXPECT_EQ(MakeRoomInRingDir(dir_.c_str(), 1 * kFileSize, kFileSize), 0);
   EXPECT_FALSE(Exists("ended_new.ring"));
   EXPECT_FALSE(Exists("crashed.ring"));
+}
+
+// A ring whose slots are not reserved yet will be: it counts at its size.
+TEST_F(RingDirCapTest, ASparseRingCountsAtItsFullSize) {
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  const uint64_t ticks = ProcessStartTicks(0);
+  WriteRing("live_sparse.ring", self, ticks, false, 1, true, /*sparse=*/true);
+  struct stat st;
+  ASSERT_EQ(stat((dir_ + "/live_sparse.ring").c_str(), &st), 0);
+  ASSERT_LT(static_cast<uint64_t>(st.st_blocks) * 512, kFileSize);
+  // Counted at its blocks, two would fit under a cap of two files.
+  EXPECT_EQ(MakeRoomInRingDir(dir_.c_str(), 2 * kFileSize - 1, kFileSize),
+            EDQUOT);
+  EXPECT_EQ(MakeRoomInRingDir(dir_.c_str(), 2 * kFileSize, kFileSize), 0);
+  EXPECT_TRUE(Exists("live_sparse.ring"));
 }
 
 TEST_F(RingDirCapTest, LiveRingsAreNeverDeleted) {
