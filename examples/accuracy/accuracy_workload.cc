@@ -3,7 +3,7 @@
 // three known functions, measuring those shares themselves.
 //
 //   accuracy_workload [--threads=N] [--cpu_seconds=S] [--truth=PATH]
-//                     [--chunks=C]
+//                     [--chunks=C | --phases_ms=A,B]
 //
 //  - SpinCompute: pure arithmetic, never allocates (invisible to allocation
 //    sampling);
@@ -19,9 +19,14 @@
 // its CPU clock (CLOCK_THREAD_CPUTIME_ID), and the functions count the bytes
 // they request, so the truth is measured, not assumed. With --chunks=C each
 // thread instead runs exactly C chunks of fixed work (a deterministic
-// amount, for overhead benchmarks: tools/bench.d/cpu_timer). At the end the
-// truth
-// is written as JSON (to PATH, else stdout):
+// amount, for overhead benchmarks: tools/bench.d/cpu_timer). With
+// --phases_ms=A,B each thread instead alternates strictly periodic phases on
+// its CPU clock: SpinCompute until A ms past the cycle's start, then
+// MixedWork until the cycle's end (A + B ms), cycle after cycle from the
+// thread's start, so the phases stay in step with a sampler that fires
+// every fixed amount of thread CPU time (tests/accuracy/README.md,
+// "Periodic work"). At the end the truth is written as JSON (to PATH, else
+// stdout):
 //
 //   {"threads": N, "wall_ns": ..., "process_cpu_ns": ...,
 //    "functions": {"SpinCompute": {"cpu_ns": ..., "alloc_bytes": ...,
@@ -72,6 +77,8 @@ class Rng {
  private:
   uint64_t state_;
 };
+
+std::atomic<uint64_t> g_sink{0};
 
 enum Function { kSpinCompute, kAllocHeavy, kMixedWork, kFunctionCount };
 constexpr const char* kFunctionNames[kFunctionCount] = {
@@ -151,18 +158,83 @@ __attribute__((noinline)) uint64_t MixedWork(int64_t units, Rng& rng,
   return x;
 }
 
+// Phase mode: runs SpinCompute / MixedWork in slices of about 40 us until
+// the thread's CPU clock reaches deadline_ns; returns the clock. The clock
+// reads are inside the function's frame, so its samples and its measured
+// time agree on them.
+__attribute__((noinline)) int64_t SpinComputeUntil(int64_t deadline_ns,
+                                                   uint64_t seed) {
+  int64_t now_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  while (now_ns < deadline_ns) {
+    seed = SpinCompute(100, seed);
+    now_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  }
+  g_sink.fetch_add(seed, std::memory_order_relaxed);
+  return now_ns;
+}
+
+__attribute__((noinline)) int64_t MixedWorkUntil(int64_t deadline_ns, Rng& rng,
+                                                 Tally& tally) {
+  int64_t now_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  while (now_ns < deadline_ns) {
+    g_sink.fetch_add(MixedWork(20, rng, tally), std::memory_order_relaxed);
+    now_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  }
+  return now_ns;
+}
+
 struct Options {
   int threads = 2;
   double cpu_seconds = 2.0;
   int chunks = 0;  // > 0: fixed work instead of a CPU budget
+  // > 0: periodic phases (SpinCompute, then MixedWork) instead of chunks.
+  double phase_ns[2] = {0, 0};
   std::string truth_path;
 };
 
 std::mutex g_mutex;
 Tally g_totals[kFunctionCount];
-std::atomic<uint64_t> g_sink{0};
+
+void AddToTotals(const Tally (&tally)[kFunctionCount]) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (int f = 0; f < kFunctionCount; ++f) {
+    g_totals[f].cpu_ns += tally[f].cpu_ns;
+    g_totals[f].alloc_bytes += tally[f].alloc_bytes;
+    g_totals[f].allocations += tally[f].allocations;
+    g_totals[f].calls += tally[f].calls;
+  }
+}
+
+// Phase mode: cycle k runs SpinCompute up to start + k (A + B) + A and
+// MixedWork up to start + (k + 1) (A + B), on the thread's CPU clock.
+void PhaseWorker(int index, const Options& options) {
+  Rng rng(0x9E3779B97F4A7C15ull * (index + 1));
+  Tally tally[kFunctionCount];
+  const double cycle_ns = options.phase_ns[0] + options.phase_ns[1];
+  const int64_t budget_ns = static_cast<int64_t>(options.cpu_seconds * 1e9);
+  const int64_t start_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  int64_t now_ns = start_ns;
+  for (int64_t cycle = 0; now_ns - start_ns < budget_ns; ++cycle) {
+    const double cycle_start = static_cast<double>(start_ns) + cycle * cycle_ns;
+    const int64_t spin_end =
+        static_cast<int64_t>(cycle_start + options.phase_ns[0]);
+    const int64_t mixed_end = static_cast<int64_t>(cycle_start + cycle_ns);
+    const int64_t before = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+    const int64_t middle = SpinComputeUntil(spin_end, rng.Next());
+    now_ns = MixedWorkUntil(mixed_end, rng, tally[kMixedWork]);
+    tally[kSpinCompute].cpu_ns += middle - before;
+    tally[kMixedWork].cpu_ns += now_ns - middle;
+    ++tally[kSpinCompute].calls;
+    ++tally[kMixedWork].calls;
+  }
+  AddToTotals(tally);
+}
 
 void Worker(int index, const Options& options) {
+  if (options.phase_ns[0] > 0) {
+    PhaseWorker(index, options);
+    return;
+  }
   Rng rng(0x9E3779B97F4A7C15ull * (index + 1));
   Tally tally[kFunctionCount];
   // First guesses of work units per chunk; refined from measured CPU.
@@ -221,13 +293,7 @@ void Worker(int index, const Options& options) {
       units_per_chunk[fn] *= 4;
     }
   }
-  std::lock_guard<std::mutex> lock(g_mutex);
-  for (int f = 0; f < kFunctionCount; ++f) {
-    g_totals[f].cpu_ns += tally[f].cpu_ns;
-    g_totals[f].alloc_bytes += tally[f].alloc_bytes;
-    g_totals[f].allocations += tally[f].allocations;
-    g_totals[f].calls += tally[f].calls;
-  }
+  AddToTotals(tally);
 }
 
 bool ParseOptions(int argc, char** argv, Options* options) {
@@ -239,6 +305,14 @@ bool ParseOptions(int argc, char** argv, Options* options) {
       options->cpu_seconds = atof(arg + 14);
     } else if (strncmp(arg, "--chunks=", 9) == 0) {
       options->chunks = atoi(arg + 9);
+    } else if (strncmp(arg, "--phases_ms=", 12) == 0) {
+      double a = 0, b = 0;
+      if (sscanf(arg + 12, "%lf,%lf", &a, &b) != 2 || !(a > 0) || !(b > 0)) {
+        fprintf(stderr, "--phases_ms=A,B: two positive numbers of ms\n");
+        return false;
+      }
+      options->phase_ns[0] = a * 1e6;
+      options->phase_ns[1] = b * 1e6;
     } else if (strncmp(arg, "--truth=", 8) == 0) {
       options->truth_path = arg + 8;
     } else {
@@ -251,6 +325,10 @@ bool ParseOptions(int argc, char** argv, Options* options) {
     fprintf(stderr, "--threads in [1, 256], --cpu_seconds > 0\n");
     return false;
   }
+  if (options->chunks > 0 && options->phase_ns[0] > 0) {
+    fprintf(stderr, "--chunks and --phases_ms exclude each other\n");
+    return false;
+  }
   return true;
 }
 
@@ -261,7 +339,7 @@ int main(int argc, char** argv) {
   if (!ParseOptions(argc, argv, &options)) {
     fprintf(stderr,
             "usage: %s [--threads=N] [--cpu_seconds=S] [--truth=PATH] "
-            "[--chunks=C]\n",
+            "[--chunks=C | --phases_ms=A,B]\n",
             argv[0]);
     return 2;
   }
