@@ -2,9 +2,9 @@
 // two processes' ring records (allocations with tags and span ids, CPU-timer
 // samples, lock and blocking waits, losses, frees, an in-use heap; one
 // process without a CPU timer, whose CPU comes from picked ticks) through
-// ProcessProfiler, then the local sink's merged profiles. Every window's
-// serialized pprof and series labels, and every merged profile, must equal
-// testdata/golden/ byte for byte: a change of the data path that changes
+// ProcessProfiler, then the local sink's merged profiles of every kind. Every
+// window's serialized pprof and series labels, and every merged profile, must
+// equal testdata/golden/ byte for byte: a change of the data path that changes
 // what is shipped or written shows here, with the file that differs.
 //
 // To regenerate after a deliberate change (and review the diff of
@@ -22,6 +22,7 @@
 #include "collector/base/file.h"
 #include "collector/pprof/pprof_io.h"
 #include "collector/pprof/pprof_validate.h"
+#include "collector/pprof/profile_kinds.h"
 #include "collector/profile/process_profiler.h"
 #include "collector/sink/local_sink.h"
 #include "gtest/gtest.h"
@@ -282,7 +283,8 @@ TEST(PprofGoldenTest, WindowAndMergedProfilesAreByteForByteAsBefore) {
     absl::StrAppend(&labels, "\n");
   }
   files["labels.txt"] = labels;
-  for (const char* name : {"process_cpu", "memory", "mutex", "block"}) {
+  for (const ProfileKindInfo& kind : ProfileKinds()) {
+    const char* name = kind.name;
     auto merged = ReadProfileFile(absl::StrCat(out, "/", name, ".pb.gz"));
     ASSERT_TRUE(merged.ok()) << name << ": " << merged.status();
     files[absl::StrCat("merged.", name, ".pb")] = merged->SerializeAsString();

@@ -45,6 +45,18 @@ constexpr LocalView kBlockViews[] = {
      "blocking calls"},
 };
 
+// Wall-clock time: per stack and thread, the CPU time of the CPU-timer
+// samples plus the estimated time of the sampled waits (locks, blocking
+// calls). Not "cpu": Pyroscope renames a "wall" profile's "cpu" type to
+// process_cpu.
+constexpr SampleTypeInfo kWallTypes[] = {{"wall", "nanoseconds"}};
+constexpr LocalView kWallViews[] = {
+    {"wall", "wall.html",
+     "Wall-clock time per thread: CPU time and time waiting for locks and "
+     "in blocking calls (wall: wall; sampled estimate)",
+     "wall-clock time"},
+};
+
 constexpr ProfileKindInfo kKinds[] = {
     {ProfileKind::kCpu, "process_cpu", kCpuTypes, 0, "cpu", "nanoseconds",
      kSourcePeriod, /*not_cumulative=*/false, OtlpNaming::kCpuSamples,
@@ -62,6 +74,11 @@ constexpr ProfileKindInfo kKinds[] = {
     {ProfileKind::kBlock, "block", kWaitTypes, 1, "contentions", "count",
      /*period=*/1, /*not_cumulative=*/true, OtlpNaming::kNameAsPeriodType,
      kBlockViews},
+    // Timer samples and wait estimates: no one period. Its period type is
+    // its name, so Push and OTLP both store wall:wall:nanoseconds:wall:...
+    {ProfileKind::kWall, "wall", kWallTypes, 0, "wall", "nanoseconds",
+     /*period=*/0, /*not_cumulative=*/true, OtlpNaming::kNameAsPeriodType,
+     kWallViews},
 };
 
 }  // namespace

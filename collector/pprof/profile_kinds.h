@@ -25,6 +25,7 @@ enum class ProfileKind : uint8_t {
   kMemory,  // "memory": allocations and the in-use heap
   kMutex,   // "mutex": lock contention
   kBlock,   // "block": blocking calls
+  kWall,    // "wall": per thread, CPU time and sampled waits
 };
 
 struct SampleTypeInfo {

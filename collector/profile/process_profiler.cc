@@ -8,6 +8,7 @@
 #include "collector/base/hex.h"
 #include "collector/base/log.h"
 #include "collector/base/metrics.h"
+#include "collector/pprof/label_rules.h"
 
 namespace ringprof {
 namespace collector {
@@ -17,6 +18,10 @@ using ringfile::RecordType;
 
 // Estimated memory of one stack's aggregate in one window map.
 constexpr uint64_t kAggregateBytes = 48;
+// Threads whose names a process keeps, and the estimated memory of one.
+constexpr size_t kMaxThreadNames = 4096;
+constexpr uint64_t kThreadNameBytes = 96;
+constexpr uint64_t kLastCpuBytes = 48;
 
 // A sample of an s-byte allocation standing for w bytes stands for about
 // w / s allocations (at least one; one when s is unknown; none for w = 0).
@@ -59,6 +64,7 @@ WindowEncoderOptions EncoderOptions(const ringfile::FileInfo& info,
   out.tick_ns = options.tick_ns;
   out.unresolved_without_lines = options.unresolved_without_lines;
   out.executable = info.executable;
+  out.max_threads = options.max_tag_values;
   return out;
 }
 
@@ -206,6 +212,9 @@ void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
   WindowSet::Window& window = WindowOf(unix_ns, record);
   Slot(window.aggregates.timer_cpu_ns, stack) +=
       static_cast<int64_t>(sample.head.cpu_period_ns);
+  const double ns = static_cast<double>(sample.head.cpu_period_ns);
+  NoteCpuForWall(sample.head.tid, sample.head.monotonic_ns, unix_ns,
+                 AddWall(window, stack, sample.head.tid, ns), ns);
 }
 
 void ProcessProfiler::OnWaitSample(const ringfile::RecordView& record,
@@ -227,6 +236,92 @@ void ProcessProfiler::OnWaitSample(const ringfile::RecordView& record,
       WaitSampleWeight(sample.head.wait_ns, sample.head.sample_ns);
   totals.waits += weight.waits;
   totals.delay_ns += weight.delay_ns;
+  AddWall(window, stack, sample.head.tid, weight.delay_ns);
+  DropCpuInWait(window, unix_ns, sample.head);
+}
+
+void ProcessProfiler::OnThreadName(const ringfile::RecordView& /*record*/,
+                                   const ringfile::ThreadNameView& thread) {
+  const uint32_t tid = thread.head.tid;
+  thread_exits_.erase(tid);  // the same thread renamed, or a new one
+  auto it = thread_names_.find(tid);
+  if (it == thread_names_.end()) {
+    // Charged once per slot: names of exited threads make room.
+    if (thread_names_.size() >= kMaxThreadNames ||
+        (thread_names_.size() == thread_name_slots_ &&
+         !memory_.Charge(kThreadNameBytes))) {
+      return;  // more live threads than the table holds: left unnamed
+    }
+    it = thread_names_.try_emplace(tid).first;
+    thread_name_slots_ = std::max(thread_name_slots_, thread_names_.size());
+  }
+  it->second = SanitizeLabelValue(thread.name);
+}
+
+void ProcessProfiler::OnThreadExit(const ringfile::RecordView& /*record*/,
+                                   const ringfile::ThreadExit& exit) {
+  last_cpu_.erase(exit.tid);
+  if (thread_names_.contains(exit.tid)) {
+    thread_exits_[exit.tid] = info_.ToRealtimeNs(exit.monotonic_ns);
+  }
+}
+
+void ProcessProfiler::ForgetThreadsExitedBefore(int64_t unix_ns) {
+  for (auto it = thread_exits_.begin(); it != thread_exits_.end();) {
+    if (it->second < unix_ns) {
+      thread_names_.erase(it->first);
+      thread_exits_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+uint32_t ProcessProfiler::AddWall(WindowSet::Window& window, uint32_t stack,
+                                  uint32_t tid, double ns) {
+  auto& wall = window.aggregates.wall;
+  StackAndThread key(stack, tid);
+  if (wall.find(key) == wall.end() && stack != StackTable::kBudgetStack &&
+      !memory_.ChargeOrFold(kAggregateBytes)) {
+    key.first = StackTable::kBudgetStack;
+  }
+  wall[key] += ns;
+  return key.first;
+}
+
+void ProcessProfiler::NoteCpuForWall(uint32_t tid, uint64_t monotonic_ns,
+                                     int64_t unix_ns, uint32_t stack,
+                                     double ns) {
+  auto it = last_cpu_.find(tid);
+  if (it == last_cpu_.end()) {
+    // Charged once per slot, as names are; past the cap, not corrected.
+    if (last_cpu_.size() >= kMaxThreadNames ||
+        (last_cpu_.size() == last_cpu_slots_ &&
+         !memory_.Charge(kLastCpuBytes))) {
+      return;
+    }
+    it = last_cpu_.try_emplace(tid).first;
+    last_cpu_slots_ = std::max(last_cpu_slots_, last_cpu_.size());
+  }
+  it->second = LastCpu{monotonic_ns, unix_ns, stack, ns};
+}
+
+void ProcessProfiler::DropCpuInWait(WindowSet::Window& window, int64_t unix_ns,
+                                    const ringfile::WaitSample& wait) {
+  auto it = last_cpu_.find(wait.tid);
+  if (it == last_cpu_.end()) return;
+  const LastCpu cpu = it->second;
+  // Later waits of the thread start after this one ends.
+  last_cpu_.erase(it);
+  const uint64_t start =
+      wait.monotonic_ns > wait.wait_ns ? wait.monotonic_ns - wait.wait_ns : 0;
+  const int64_t window_ns = windows_.window_ns();
+  if (cpu.monotonic_ns < start || cpu.monotonic_ns > wait.monotonic_ns ||
+      cpu.unix_ns / window_ns != unix_ns / window_ns) {
+    return;  // not in this wait, or in a window of its own
+  }
+  auto entry = window.aggregates.wall.find({cpu.stack, wait.tid});
+  if (entry != window.aggregates.wall.end()) entry->second -= cpu.ns;
 }
 
 void ProcessProfiler::OnModuleMap(const ringfile::RecordView& /*record*/,
@@ -429,8 +524,9 @@ void ProcessProfiler::Emit(const WindowSet::Closed& closed) {
   // The in-use snapshot as of the window's end (everything, at the end of
   // the process).
   inuse_.ApplyBefore(closed.final_window ? UINT64_MAX : MonotonicOf(until));
-  for (WindowProfile& profile : encoder_.Encode(
-           closed.window.aggregates, inuse_.ByStack(), cpu_, from, until)) {
+  for (WindowProfile& profile :
+       encoder_.Encode(closed.window.aggregates, inuse_.ByStack(), cpu_,
+                       thread_names_, from, until)) {
     Labels labels = options_.extra_labels;
     for (auto& kv : profile.labels) labels.push_back(std::move(kv));
     profile.labels = std::move(labels);
@@ -441,6 +537,8 @@ void ProcessProfiler::Emit(const WindowSet::Closed& closed) {
     ++stats_.windows_emitted;
     sink_->Submit(std::move(profile));
   }
+  // Their samples are all in this window or earlier ones.
+  ForgetThreadsExitedBefore(until);
 }
 
 uint64_t ProcessProfiler::MonotonicOf(int64_t unix_ns) const {

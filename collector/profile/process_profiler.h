@@ -17,6 +17,11 @@
 //   * kMutex and kBlock (contentions/count, delay/nanoseconds): the
 //     window's off-CPU wait samples of each kind, weighted as
 //     wait_profiles.h says.
+//   * kWall (wall/nanoseconds), once the process uses the CPU timer: per
+//     stack and thread (sample labels thread_id and, from its ThreadName
+//     record, thread_name), the CPU-timer samples' CPU time plus the wait
+//     samples' estimated time. A name is kept until the first window
+//     emitted after its thread's ThreadExit (4096 live names at most).
 // Emitter-reported losses appear as a "[lost]" frame in the memory profile.
 // Samples carry the application's tags and span id (TagSet records, the
 // samples' tag_set and span_id) as pprof sample labels, under the label
@@ -50,6 +55,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "collector/base/labels.h"
 #include "collector/ingest/checkpoint.h"
 #include "collector/ingest/drained_batch.h"
@@ -186,6 +192,10 @@ class ProcessProfiler : private ringfile::RecordHandler {
                    const ringfile::ModuleMapView& map) override;
   void OnModuleUnmap(const ringfile::RecordView& record,
                      const ringfile::ModuleUnmap& unmap) override;
+  void OnThreadName(const ringfile::RecordView& record,
+                    const ringfile::ThreadNameView& thread) override;
+  void OnThreadExit(const ringfile::RecordView& record,
+                    const ringfile::ThreadExit& exit) override;
   void OnLabel(const ringfile::RecordView& record,
                const ringfile::LabelView& label) override;
   void OnTagSet(const ringfile::RecordView& record,
@@ -218,6 +228,21 @@ class ProcessProfiler : private ringfile::RecordHandler {
   template <typename Map>
   typename Map::mapped_type& Slot(Map& map, uint32_t stack);
   void OnPick(uint64_t tick_ns, uint32_t stack);
+  // Adds `ns` of wall-clock time of thread `tid` at `stack` (under the
+  // budget, as Slot); returns the stack it went to.
+  uint32_t AddWall(WindowSet::Window& window, uint32_t stack, uint32_t tid,
+                   double ns);
+  // A CPU-timer sample taken inside a wait is time the wait's sample
+  // counts too (the kernel's work in the call; in gVisor, whose CPU clocks
+  // count a woken thread's wait for a CPU, most of it): the thread's last
+  // CPU sample is kept until its next wait sample, which takes it out of
+  // the wall profile when it lies within the wait (and the same window).
+  void NoteCpuForWall(uint32_t tid, uint64_t monotonic_ns, int64_t unix_ns,
+                      uint32_t stack, double ns);
+  void DropCpuInWait(WindowSet::Window& window, int64_t unix_ns,
+                     const ringfile::WaitSample& wait);
+  // Drops the names of threads that exited before `unix_ns`.
+  void ForgetThreadsExitedBefore(int64_t unix_ns);
   void CloseWindowsBefore(int64_t unix_ns);
   void Emit(const WindowSet::Closed& closed);
   // The process's CLOCK_MONOTONIC time of a wall-clock time.
@@ -236,7 +261,23 @@ class ProcessProfiler : private ringfile::RecordHandler {
   WindowSet windows_;
   DeliveryTracker delivery_;
   ProcessFacts facts_;
-  CpuSource cpu_;               // the timer once the process sent a CPU sample
+  CpuSource cpu_;  // the timer once the process sent a CPU sample
+  // ThreadName records of live threads, for the wall profile; the exits
+  // of named threads (unix ns) until their last window is emitted; the
+  // name slots charged to memory_.
+  ThreadNames thread_names_;
+  absl::flat_hash_map<uint32_t, int64_t> thread_exits_;
+  size_t thread_name_slots_ = 0;
+  // Per live thread, its last CPU-timer sample not yet followed by a wait
+  // sample (DropCpuInWait); the slots charged to memory_.
+  struct LastCpu {
+    uint64_t monotonic_ns;
+    int64_t unix_ns;
+    uint32_t stack;  // as added to the wall profile
+    double ns;
+  };
+  absl::flat_hash_map<uint32_t, LastCpu> last_cpu_;
+  size_t last_cpu_slots_ = 0;
   mutable ProcessStats stats_;  // the pieces' counters merged in stats()
 };
 

@@ -473,6 +473,84 @@ TEST_F(ProcessProfilerTest, WaitSamplesBecomeMutexAndBlockProfiles) {
   EXPECT_TRUE(Named("memory").empty());
 }
 
+// Wall time per thread: the CPU-timer samples' CPU time plus the waits'
+// estimates, with thread_id and, from its ThreadName record, thread_name;
+// the wait of a thread named after its first record keeps the name.
+TEST_F(ProcessProfilerTest, WallIsCpuAndWaitsPerThread) {
+  using ringfile::WaitKind;
+  ringfile::ThreadName name = {};
+  name.tid = 1;
+  ASSERT_TRUE(rt::AppendThreadName(writer_, name, "worker", 1));
+  Cpu(1, 105 * kMs, {kCold, kMain});
+  Cpu(1, 115 * kMs, {kCold, kMain});
+  // 0.25 ms kept at a 1 ms rate: 1 ms; 7 ms: itself.
+  Wait(1, 120 * kMs, WaitKind::kLock, 250'000, kMs, {kHot, kMain});
+  Wait(2, 130 * kMs, WaitKind::kBlock, 7 * kMs, kMs, {kCold + 1, kMain});
+  Cpu(2, 140 * kMs, {kCold, kMain}, 0, 0, 0, 3 * kMs);
+  Run();
+  auto wall = Named("wall");
+  ASSERT_EQ(wall.size(), 1u);
+  EXPECT_THAT(
+      ByLabels(*wall[0], 0),
+      UnorderedElementsAre(Pair("thread_id=1,thread_name=worker", 21 * kMs),
+                           Pair("thread_id=2", 10 * kMs)));
+  EXPECT_THAT(Values(*wall[0], 0),
+              UnorderedElementsAre(Pair("main;Cold()", 30 * kMs),
+                                   Pair("main;Hot();inlined_leaf", kMs)));
+}
+
+// A CPU-timer sample taken inside a wait (the kernel's work in the call;
+// in gVisor, a woken thread's wait for a CPU) is time the wait counts too:
+// the CPU profile keeps it, the wall profile does not count it twice.
+TEST_F(ProcessProfilerTest, WallLeavesOutCpuSamplesInsideWaits) {
+  using ringfile::WaitKind;
+  Cpu(1, 100 * kMs, {kCold, kMain});
+  Cpu(1, 125 * kMs, {kCold, kMain});  // within the wait [120, 130] ms
+  Wait(1, 130 * kMs, WaitKind::kBlock, 10 * kMs, kMs, {kCold + 1, kMain});
+  Cpu(1, 135 * kMs, {kCold, kMain});
+  Cpu(2, 125 * kMs, {kCold, kMain});  // another thread's
+  Run();
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_THAT(Values(*cpu[0], 0), ElementsAre(Pair("main;Cold()", 40 * kMs)));
+  auto wall = Named("wall");
+  ASSERT_EQ(wall.size(), 1u);
+  EXPECT_THAT(ByLabels(*wall[0], 0),
+              UnorderedElementsAre(Pair("thread_id=1", 30 * kMs),
+                                   Pair("thread_id=2", 10 * kMs)));
+}
+
+// A thread's name lasts until its exit's window is emitted: a later thread
+// with the same id is not named after it.
+TEST_F(ProcessProfilerTest, WallForgetsTheNamesOfExitedThreads) {
+  ringfile::ThreadName name = {};
+  name.tid = 5;
+  ASSERT_TRUE(rt::AppendThreadName(writer_, name, "short-lived", 1));
+  Cpu(5, 105 * kMs, {kCold, kMain});
+  ringfile::ThreadExit exit = {};
+  exit.monotonic_ns = 110 * kMs;
+  exit.tid = 5;
+  ASSERT_TRUE(rt::AppendFixed(writer_, RecordType::kThreadExit, exit, 1));
+  Cpu(5, 10 * kSec + kMs, {kCold, kMain});  // the id reused, unnamed
+  Run();
+  auto wall = Named("wall");
+  ASSERT_EQ(wall.size(), 2u);
+  EXPECT_THAT(
+      ByLabels(*wall[0], 0),
+      ElementsAre(Pair("thread_id=5,thread_name=short-lived", 10 * kMs)));
+  EXPECT_THAT(ByLabels(*wall[1], 0),
+              ElementsAre(Pair("thread_id=5", 10 * kMs)));
+}
+
+// Without the CPU timer (CPU from picked ticks) there is no wall profile.
+TEST_F(ProcessProfilerTest, NoWallWithoutTheCpuTimer) {
+  Alloc(1, 100 * kMs, {kHot, kMain}, 100, 10);
+  Wait(1, 120 * kMs, ringfile::WaitKind::kBlock, 7 * kMs, kMs, {kCold, kMain});
+  Run();
+  EXPECT_EQ(Named("block").size(), 1u);
+  EXPECT_TRUE(Named("wall").empty());
+}
+
 TEST_F(ProcessProfilerTest, TimingOnlySamplesCountForTicksNotMemory) {
   Alloc(1, 100 * kMs, {kHot, kMain}, 0, 0, ringfile::kSampleTimingOnly);
   Alloc(1, 200 * kMs, {kCold, kMain}, 64, 64);

@@ -1,7 +1,10 @@
 #include "collector/profile/window_encoder.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collector/base/file.h"
 
@@ -35,6 +38,34 @@ const char* SyntheticFrame(uint32_t stack) {
   }
 }
 
+// Per thread id of `wall`, its sample labels: thread_id and thread_name
+// (when known) for the `max_threads` threads with the most wall time in
+// the window (ties: lower id first), thread_id "other" for the rest.
+absl::flat_hash_map<uint32_t, Labels> ThreadLabels(
+    const absl::flat_hash_map<StackAndThread, double>& wall,
+    const ThreadNames& names, size_t max_threads) {
+  absl::flat_hash_map<uint32_t, double> totals;
+  for (const auto& [key, ns] : wall) totals[key.second] += ns;
+  std::vector<std::pair<double, uint32_t>> busiest;
+  for (const auto& [tid, ns] : totals) busiest.emplace_back(-ns, tid);
+  std::sort(busiest.begin(), busiest.end());
+  absl::flat_hash_map<uint32_t, Labels> labels;
+  for (size_t i = 0; i < busiest.size(); ++i) {
+    const uint32_t tid = busiest[i].second;
+    Labels& out = labels[tid];
+    if (i >= max_threads) {
+      out.emplace_back(kThreadIdLabel, "other");
+      continue;
+    }
+    out.emplace_back(kThreadIdLabel, absl::StrCat(tid));
+    auto name = names.find(tid);
+    if (name != names.end() && !name->second.empty()) {
+      out.emplace_back(kThreadNameLabel, name->second);
+    }
+  }
+  return labels;
+}
+
 }  // namespace
 
 WindowEncoder::WindowEncoder(WindowEncoderOptions options, StackTable* stacks,
@@ -47,12 +78,14 @@ WindowEncoder::WindowEncoder(WindowEncoderOptions options, StackTable* stacks,
 std::vector<WindowProfile> WindowEncoder::Encode(const WindowAggregates& window,
                                                  const InUseByStack& inuse,
                                                  const CpuSource& cpu,
+                                                 const ThreadNames& threads,
                                                  int64_t from, int64_t until) {
   std::vector<WindowProfile> out;
   EncodeCpu(window, cpu, from, until, out);
   EncodeMemory(window, inuse, from, until, out);
   EncodeWaits(ProfileKind::kMutex, window.mutex, from, until, out);
   EncodeWaits(ProfileKind::kBlock, window.block, from, until, out);
+  EncodeWall(window, cpu, threads, from, until, out);
   return out;
 }
 
@@ -111,6 +144,24 @@ void WindowEncoder::EncodeWaits(ProfileKind kind, const WaitsByStack& waits,
   Finish(kind, {}, build, from, until, out);
 }
 
+void WindowEncoder::EncodeWall(const WindowAggregates& window,
+                               const CpuSource& cpu, const ThreadNames& threads,
+                               int64_t from, int64_t until,
+                               std::vector<WindowProfile>& out) {
+  if (!cpu.timer || window.wall.empty()) return;
+  const absl::flat_hash_map<uint32_t, Labels> labels =
+      ThreadLabels(window.wall, threads, options_.max_threads);
+  // In (stack, thread) order: the same window makes the same bytes.
+  std::vector<std::pair<StackAndThread, double>> entries(window.wall.begin(),
+                                                         window.wall.end());
+  std::sort(entries.begin(), entries.end());
+  Build build = Start(SpecOf(ProfileKind::kWall), from, until);
+  for (const auto& [key, ns] : entries) {
+    Add(build, key.first, {std::llround(ns)}, labels.at(key.second));
+  }
+  Finish(ProfileKind::kWall, {}, build, from, until, out);
+}
+
 void WindowEncoder::Finish(ProfileKind kind, Labels labels, const Build& build,
                            int64_t from, int64_t until,
                            std::vector<WindowProfile>& out) {
@@ -128,15 +179,28 @@ void WindowEncoder::Finish(ProfileKind kind, Labels labels, const Build& build,
 }
 
 void WindowEncoder::Add(Build& build, uint32_t stack,
-                        absl::Span<const int64_t> values) {
+                        absl::Span<const int64_t> values, const Labels& more) {
   AppendStack(build, stack);
   if (build.primary < values.size()) {
     CountLeaf(build, stack, values[build.primary]);
   }
-  PprofBuilder::LabelSetId labels = 0;
+  const Labels* tags = nullptr;
   if (stacks_->IsReal(stack) && stacks_->stack(stack).labels != 0) {
-    labels = build.builder.InternLabels(
-        labeler_->labels(stacks_->stack(stack).labels));
+    tags = &labeler_->labels(stacks_->stack(stack).labels);
+  }
+  PprofBuilder::LabelSetId labels = 0;
+  if (more.empty()) {
+    if (tags != nullptr) labels = build.builder.InternLabels(*tags);
+  } else {
+    // `more` replaces a tag of the same name (a workload's own thread_id).
+    Labels all = more;
+    if (tags != nullptr) {
+      for (const auto& tag : *tags) {
+        if (!HasLabel(more, tag.first)) all.push_back(tag);
+      }
+    }
+    std::sort(all.begin(), all.end());
+    labels = build.builder.InternLabels(all);
   }
   build.builder.AddSample(build.stack, values, labels);
 }

@@ -5,7 +5,8 @@
 //     --Encode--> one profile per kind (collector/pprof/profile_kinds.h):
 //                 kCpu from the CPU timer or from picked ticks, kMemory
 //                 (allocated and in use), kMutex and kBlock (waits:
-//                 wait_profiles.h)
+//                 wait_profiles.h), kWall (per thread: the CPU-timer
+//                 samples' CPU time plus the waits' estimated time)
 //
 // Each stack is turned into pprof locations once per profile: its program
 // frames (StackTable::ProgramFrames) symbolized on first use (the symbols
@@ -46,6 +47,18 @@
 namespace ringprof {
 namespace collector {
 
+// The wall profile's sample labels of a thread: its id (decimal, or
+// "other" past WindowEncoderOptions::max_threads) and, when the emitter
+// recorded one, its name. They replace a workload tag of the same name in
+// that profile.
+inline constexpr char kThreadIdLabel[] = "thread_id";
+inline constexpr char kThreadNameLabel[] = "thread_name";
+
+// A stack id and a thread id.
+using StackAndThread = std::pair<uint32_t, uint32_t>;
+// Thread names by thread id (the emitter's ThreadName records).
+using ThreadNames = absl::flat_hash_map<uint32_t, std::string>;
+
 // One window's values by stack id (StackTable ids or its synthetic ones).
 struct WindowAggregates {
   absl::flat_hash_map<uint32_t, int64_t> tick_cpu_ns;   // picked ticks
@@ -55,6 +68,9 @@ struct WindowAggregates {
   // Off-CPU waits: lock contention, blocking calls.
   WaitsByStack mutex;
   WaitsByStack block;
+  // Wall-clock time, ns, by stack and thread: each CPU-timer sample's
+  // cpu_period_ns and each wait sample's estimate (WaitSampleWeight).
+  absl::flat_hash_map<StackAndThread, double> wall;
 };
 
 // (objects, bytes) in use, by stack id (InUseTracker::ByStack).
@@ -76,6 +92,9 @@ struct WindowEncoderOptions {
   bool unresolved_without_lines = false;
   // The process's executable: its module is the profiles' first mapping.
   std::string executable;
+  // Threads a wall profile labels apart, the busiest of the window first;
+  // the others share thread_id "other".
+  size_t max_threads = 100;
 };
 
 class WindowEncoder {
@@ -86,10 +105,13 @@ class WindowEncoder {
 
   // The profiles of the window [from_unix_ns, until_unix_ns): kind,
   // profile, window and the series labels of the kind (the CPU source); the
-  // caller adds what belongs to the process.
+  // caller adds what belongs to the process. `threads` names the wall
+  // profile's threads.
   std::vector<WindowProfile> Encode(const WindowAggregates& window,
                                     const InUseByStack& inuse,
-                                    const CpuSource& cpu, int64_t from_unix_ns,
+                                    const CpuSource& cpu,
+                                    const ThreadNames& threads,
+                                    int64_t from_unix_ns,
                                     int64_t until_unix_ns);
 
   // Every profile encoded so far: how much of each kind's value has a leaf
@@ -117,12 +139,18 @@ class WindowEncoder {
                     std::vector<WindowProfile>& out);
   void EncodeWaits(ProfileKind kind, const WaitsByStack& waits, int64_t from,
                    int64_t until, std::vector<WindowProfile>& out);
+  // Only with the CPU timer: without it the CPU time is not per thread.
+  void EncodeWall(const WindowAggregates& window, const CpuSource& cpu,
+                  const ThreadNames& threads, int64_t from, int64_t until,
+                  std::vector<WindowProfile>& out);
   // Appends the profile `build` made, if it has samples, and counts its
   // leaves.
   void Finish(ProfileKind kind, Labels labels, const Build& build, int64_t from,
               int64_t until, std::vector<WindowProfile>& out);
-  // Adds `values` (one per sample type) for `stack` with its labels.
-  void Add(Build& build, uint32_t stack, absl::Span<const int64_t> values);
+  // Adds `values` (one per sample type) for `stack` with its labels and
+  // `more` labels.
+  void Add(Build& build, uint32_t stack, absl::Span<const int64_t> values,
+           const Labels& more = {});
   void AppendStack(Build& build, uint32_t stack);
   // Counts `value` of a sample of `stack` in build.leaves.
   void CountLeaf(Build& build, uint32_t stack, int64_t value);

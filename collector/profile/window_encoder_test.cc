@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collector/pprof/pprof_validate.h"
 #include "gmock/gmock.h"
@@ -93,7 +94,7 @@ TEST_F(WindowEncoderTest, CpuFromTheTimerSymbolizedOnceWithLabels) {
   window.tick_cpu_ns[stack] = 1000;  // not this window's CPU source
   WindowEncoder encoder(options_, &stacks_, &labeler_, &symbolizer_);
   std::vector<WindowProfile> out =
-      encoder.Encode(window, {}, CpuSource{true, 10}, 100, 200);
+      encoder.Encode(window, {}, CpuSource{true, 10}, {}, 100, 200);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, ProfileKind::kCpu);
   EXPECT_THAT(out[0].labels,
@@ -112,7 +113,7 @@ TEST_F(WindowEncoderTest, CpuFromTheTimerSymbolizedOnceWithLabels) {
   EXPECT_EQ(labelled, 1);
   // Symbolized once per location, kept for the next window.
   EXPECT_EQ(symbolizer_.calls, 2);
-  encoder.Encode(window, {}, CpuSource{true, 10}, 200, 300);
+  encoder.Encode(window, {}, CpuSource{true, 10}, {}, 200, 300);
   EXPECT_EQ(symbolizer_.calls, 2);
 }
 
@@ -126,7 +127,7 @@ TEST_F(WindowEncoderTest, MemoryHasAllocationsAndTheInUseSnapshot) {
   inuse[stack] = {1, 2048};
   WindowEncoder encoder(options_, &stacks_, &labeler_, nullptr);
   std::vector<WindowProfile> out =
-      encoder.Encode(window, inuse, CpuSource{}, 0, 10);
+      encoder.Encode(window, inuse, CpuSource{}, {}, 0, 10);
   ASSERT_EQ(out.size(), 1u);  // no CPU: no ticks in the window
   EXPECT_EQ(out[0].kind, ProfileKind::kMemory);
   EXPECT_TRUE(out[0].labels.empty());
@@ -156,8 +157,8 @@ TEST_F(WindowEncoderTest, CountsTheValueOfLeavesWithoutAFunctionName) {
   InUseByStack inuse;  // not the memory profile's default sample type
   inuse[start_only] = {1, 1 << 20};
   WindowEncoder encoder(options_, &stacks_, &labeler_, &symbolizer_);
-  encoder.Encode(window, inuse, CpuSource{true, 10}, 0, 10);
-  encoder.Encode(window, inuse, CpuSource{true, 10}, 10, 20);
+  encoder.Encode(window, inuse, CpuSource{true, 10}, {}, 0, 10);
+  encoder.Encode(window, inuse, CpuSource{true, 10}, {}, 10, 20);
 
   const LeafNamesByKind& leaves = encoder.leaf_names();
   const LeafNames& cpu = leaves.at(ProfileKind::kCpu);
@@ -179,7 +180,7 @@ TEST_F(WindowEncoderTest, WithoutASymbolizerNoLeafHasAName) {
   WindowAggregates window;
   window.timer_cpu_ns[stack] = 30;
   WindowEncoder encoder(options_, &stacks_, &labeler_, nullptr);
-  encoder.Encode(window, {}, CpuSource{true, 10}, 0, 10);
+  encoder.Encode(window, {}, CpuSource{true, 10}, {}, 0, 10);
   const LeafNames& cpu = encoder.leaf_names().at(ProfileKind::kCpu);
   EXPECT_EQ(cpu.total, 30);
   EXPECT_EQ(cpu.unnamed, 30);
@@ -187,9 +188,89 @@ TEST_F(WindowEncoderTest, WithoutASymbolizerNoLeafHasAName) {
             "not symbolized by the collector (--symbolize=false)");
 }
 
+// The labels of each sample of `p`, as "name=value,..." -> summed value.
+std::map<std::string, int64_t> ByLabels(const perftools::profiles::Profile& p) {
+  std::map<std::string, int64_t> out;
+  for (const auto& s : p.sample()) {
+    std::vector<std::string> labels;
+    for (const auto& l : s.label()) {
+      labels.push_back(
+          absl::StrCat(p.string_table(l.key()), "=", p.string_table(l.str())));
+    }
+    out[absl::StrJoin(labels, ",")] += s.value(0);
+  }
+  return out;
+}
+
+// Wall time per stack and thread: CPU and waits together, with the
+// stack's tags, thread_id and (when recorded) thread_name; a workload's own
+// thread_id tag gives way to the collector's in this profile.
+TEST_F(WindowEncoderTest, WallPerThreadWithTagsAndNames) {
+  using Tags = std::vector<std::pair<absl::string_view, absl::string_view>>;
+  ASSERT_TRUE(labeler_.Define(1, Tags{{"route", "/x"}, {"thread_id", "me"}}));
+  const std::vector<uint64_t> frames = {0x1100};
+  const uint32_t tagged =
+      stacks_.Intern(frames, false, false, labeler_.LabelsFor(1, 0xab));
+  const uint32_t plain = stacks_.Intern(frames, true, false, 0);
+  WindowAggregates window;
+  window.timer_cpu_ns[plain] = 10;
+  window.wall[{plain, 7}] = 10;     // CPU of thread 7
+  window.wall[{tagged, 7}] = 25.4;  // a wait of thread 7, in a span
+  window.wall[{plain, 8}] = 2.6;    // thread 8, unnamed
+  ThreadNames names = {{7, "worker-7"}};
+  WindowEncoder encoder(options_, &stacks_, &labeler_, &symbolizer_);
+  std::vector<WindowProfile> out =
+      encoder.Encode(window, {}, CpuSource{true, 10}, names, 0, 10);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].kind, ProfileKind::kWall);
+  EXPECT_TRUE(out[1].labels.empty());
+  const perftools::profiles::Profile& p = *out[1].profile;
+  EXPECT_TRUE(ValidatePprof(p).ok()) << ValidatePprof(p);
+  ASSERT_EQ(p.sample_type_size(), 1);
+  EXPECT_EQ(p.string_table(p.sample_type(0).type()), "wall");
+  EXPECT_EQ(p.string_table(p.sample_type(0).unit()), "nanoseconds");
+  EXPECT_EQ(p.string_table(p.period_type().type()), "wall");
+  EXPECT_THAT(
+      ByLabels(p),
+      UnorderedElementsAre(Pair("thread_id=7,thread_name=worker-7", 10),
+                           Pair("route=/x,span_id=00000000000000ab,thread_id=7,"
+                                "thread_name=worker-7",
+                                25),
+                           Pair("thread_id=8", 3)));
+}
+
+// Past max_threads, the threads with the least wall time in the window
+// share thread_id "other".
+TEST_F(WindowEncoderTest, WallFoldsTheLeastBusyThreads) {
+  const std::vector<uint64_t> frames = {0x1100};
+  const uint32_t stack = stacks_.Intern(frames, true, false, 0);
+  WindowAggregates window;
+  window.wall[{stack, 1}] = 5;
+  window.wall[{stack, 2}] = 50;
+  window.wall[{stack, 3}] = 7;
+  options_.max_threads = 1;
+  WindowEncoder encoder(options_, &stacks_, &labeler_, nullptr);
+  std::vector<WindowProfile> out =
+      encoder.Encode(window, {}, CpuSource{true, 10}, {}, 0, 10);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_THAT(ByLabels(*out[0].profile),
+              UnorderedElementsAre(Pair("thread_id=2", 50),
+                                   Pair("thread_id=other", 12)));
+}
+
+// Without the CPU timer the CPU time is not per thread: no wall profile.
+TEST_F(WindowEncoderTest, NoWallWithoutTheCpuTimer) {
+  const std::vector<uint64_t> frames = {0x1100};
+  const uint32_t stack = stacks_.Intern(frames, false, false, 0);
+  WindowAggregates window;
+  window.wall[{stack, 1}] = 5;
+  WindowEncoder encoder(options_, &stacks_, &labeler_, nullptr);
+  EXPECT_TRUE(encoder.Encode(window, {}, CpuSource{}, {}, 0, 10).empty());
+}
+
 TEST_F(WindowEncoderTest, EmptyWindowHasNoProfiles) {
   WindowEncoder encoder(options_, &stacks_, &labeler_, &symbolizer_);
-  EXPECT_TRUE(encoder.Encode({}, {}, CpuSource{}, 0, 10).empty());
+  EXPECT_TRUE(encoder.Encode({}, {}, CpuSource{}, {}, 0, 10).empty());
 }
 
 }  // namespace
