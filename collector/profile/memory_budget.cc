@@ -56,6 +56,15 @@ void ProcessMemory::ChargeAlways(uint64_t bytes) {
   if (shared_ != nullptr) shared_->used_bytes += bytes;
 }
 
+void ProcessMemory::Release(uint64_t bytes) {
+  bytes = std::min(bytes, bytes_);
+  bytes_ -= bytes;
+  if (shared_ != nullptr) {
+    shared_->used_bytes -= std::min(shared_->used_bytes, bytes);
+    Publish();
+  }
+}
+
 void ProcessMemory::Publish() const {
   metrics().memory_in_use.Set(static_cast<double>(shared_->used_bytes));
 }

@@ -1,5 +1,6 @@
 // The memory a process's profiling state may hold: interned stacks,
-// locations, label sets and window aggregates, as an estimate in bytes (not
+// locations and label sets (for the process's life) and the open windows'
+// aggregates (until a window is emitted), as an estimate in bytes (not
 // RSS). Each ProcessProfiler charges its own ProcessMemory, which also
 // charges the MemoryBudget shared by the profilers of one collector.
 //
@@ -38,6 +39,8 @@ class ProcessMemory {
   // Charges `bytes` even past the budgets (what is already counted and
   // makes a location useful: its symbol names).
   void ChargeAlways(uint64_t bytes);
+  // Gives back `bytes` charged before (what a closed window held).
+  void Release(uint64_t bytes);
 
   uint64_t bytes() const { return bytes_; }
   uint64_t folded() const { return folded_; }

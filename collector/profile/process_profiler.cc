@@ -184,7 +184,7 @@ void ProcessProfiler::OnAllocSample(const ringfile::RecordView& record,
     return;
   }
   ++stats_.alloc_samples;
-  auto& [objects, bytes] = Slot(window.aggregates.alloc, stack);
+  auto& [objects, bytes] = Slot(window, window.aggregates.alloc, stack);
   bytes += weight;
   objects += count;
 }
@@ -210,7 +210,7 @@ void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
                 (sample.head.flags & ringfile::kSampleTruncated) != 0,
                 labeler_.LabelsFor(sample.head.tag_set, sample.head.span_id));
   WindowSet::Window& window = WindowOf(unix_ns, record);
-  Slot(window.aggregates.timer_cpu_ns, stack) +=
+  Slot(window, window.aggregates.timer_cpu_ns, stack) +=
       static_cast<int64_t>(sample.head.cpu_period_ns);
   const double ns = static_cast<double>(sample.head.cpu_period_ns);
   NoteCpuForWall(sample.head.tid, sample.head.monotonic_ns, unix_ns,
@@ -230,8 +230,8 @@ void ProcessProfiler::OnWaitSample(const ringfile::RecordView& record,
   WindowSet::Window& window = WindowOf(unix_ns, record);
   const bool lock =
       sample.head.kind == static_cast<uint16_t>(ringfile::WaitKind::kLock);
-  WaitTotals& totals =
-      Slot(lock ? window.aggregates.mutex : window.aggregates.block, stack);
+  WaitTotals& totals = Slot(
+      window, lock ? window.aggregates.mutex : window.aggregates.block, stack);
   const WaitTotals weight =
       WaitSampleWeight(sample.head.wait_ns, sample.head.sample_ns);
   totals.waits += weight.waits;
@@ -282,7 +282,7 @@ uint32_t ProcessProfiler::AddWall(WindowSet::Window& window, uint32_t stack,
   auto& wall = window.aggregates.wall;
   StackAndThread key(stack, tid);
   if (wall.find(key) == wall.end() && stack != StackTable::kBudgetStack &&
-      !memory_.ChargeOrFold(kAggregateBytes)) {
+      !ChargeAggregate(window)) {
     key.first = StackTable::kBudgetStack;
   }
   wall[key] += ns;
@@ -423,12 +423,18 @@ bool ProcessProfiler::InRange(int64_t unix_ns) {
   return false;
 }
 
+bool ProcessProfiler::ChargeAggregate(WindowSet::Window& window) {
+  if (!memory_.ChargeOrFold(kAggregateBytes)) return false;
+  window.charged_bytes += kAggregateBytes;
+  return true;
+}
+
 template <typename Map>
-typename Map::mapped_type& ProcessProfiler::Slot(Map& map, uint32_t stack) {
+typename Map::mapped_type& ProcessProfiler::Slot(WindowSet::Window& window,
+                                                 Map& map, uint32_t stack) {
   auto it = map.find(stack);
   if (it != map.end()) return it->second;
-  if (stack != StackTable::kBudgetStack &&
-      !memory_.ChargeOrFold(kAggregateBytes)) {
+  if (stack != StackTable::kBudgetStack && !ChargeAggregate(window)) {
     stack = StackTable::kBudgetStack;
   }
   return map[stack];
@@ -450,7 +456,8 @@ void ProcessProfiler::OnPick(uint64_t tick_ns, uint32_t stack) {
   const int64_t unix_ns = info_.ToRealtimeNs(tick_ns);
   if (delivery_.Delivered(unix_ns)) return;  // a predecessor's tick
   ++stats_.ticks_picked;
-  Slot(windows_.At(unix_ns).aggregates.tick_cpu_ns,
+  WindowSet::Window& window = windows_.At(unix_ns);
+  Slot(window, window.aggregates.tick_cpu_ns,
        stack == TickPicker::kNoSample ? StackTable::kNoSampleStack : stack) +=
       static_cast<int64_t>(options_.tick_ns);
 }
@@ -537,6 +544,8 @@ void ProcessProfiler::Emit(const WindowSet::Closed& closed) {
     ++stats_.windows_emitted;
     sink_->Submit(std::move(profile));
   }
+  // The window's aggregates go with it.
+  memory_.Release(closed.window.charged_bytes);
   // Their samples are all in this window or earlier ones.
   ForgetThreadsExitedBefore(until);
 }

@@ -226,7 +226,12 @@ class ProcessProfiler : private ringfile::RecordHandler {
   // The window's aggregate for `stack`, or kBudgetStack's once the budget is
   // spent.
   template <typename Map>
-  typename Map::mapped_type& Slot(Map& map, uint32_t stack);
+  typename Map::mapped_type& Slot(WindowSet::Window& window, Map& map,
+                                  uint32_t stack);
+  // Charges one aggregate to the process's memory and counts it as
+  // `window`'s, given back when the window is emitted; false when past the
+  // budget (the sample goes to the "[truncated]" stack).
+  bool ChargeAggregate(WindowSet::Window& window);
   void OnPick(uint64_t tick_ns, uint32_t stack);
   // Adds `ns` of wall-clock time of thread `tid` at `stack` (under the
   // budget, as Slot); returns the stack it went to.

@@ -868,6 +868,37 @@ TEST_F(ProcessProfilerTest, StacksBeyondTheBudgetFoldIntoTruncated) {
   EXPECT_LT(values.size(), 40u);
 }
 
+// A window's aggregates are given back to the budget when it is emitted: a
+// long-lived process whose every window fits keeps its stacks, however many
+// windows it lives.
+TEST_F(ProcessProfilerTest, EmittedWindowsGiveTheirAggregatesBack) {
+  constexpr int kWindows = 300;  // ~100 bytes of aggregates each (CPU, wall)
+  for (int i = 0; i < kWindows; ++i)
+    Cpu(1, i * 10 * kSec + kMs, {kCold, kMain});
+  writer_.Close();
+  auto records = rt::ReadAllRecords(path_);
+  ASSERT_TRUE(records.ok()) << records.status();
+  ringfile::FileInfo info;
+  info.pid = 4242;
+  info.created_realtime_ns = kEpochUnixNs;
+  ProcessProfilerOptions options;
+  options.max_memory_bytes = 16 << 10;  // far less than kWindows * 100
+  options.now_unix_ns = [] { return kEpochUnixNs + kWindows * 10 * kSec; };
+  ProcessProfiler profiler(info, options, &symbolizer_, &sink_);
+  uint64_t samples = 0;  // the i-th CPU sample is at i * 10 s + 1 ms
+  for (const auto& r : *records) {
+    profiler.OnRecord(r.view());
+    if (r.view().type != RecordType::kCpuSample) continue;
+    profiler.Advance(samples++ * 10 * kSec + 2 * kSec);
+  }
+  profiler.Finish();
+  EXPECT_EQ(profiler.stats().budget_folded, 0u);
+  auto cpu = Named("process_cpu");
+  ASSERT_EQ(cpu.size(), static_cast<size_t>(kWindows));
+  EXPECT_THAT(Values(*cpu.back(), 0),
+              ElementsAre(Pair("main;Cold()", 10 * kMs)));
+}
+
 TEST_F(ProcessProfilerTest, TheSharedBudgetBindsAcrossProcessesAndIsReturned) {
   MemoryBudget budget;
   budget.limit_bytes = 8 << 10;

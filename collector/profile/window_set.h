@@ -33,6 +33,9 @@ class WindowSet {
     WindowAggregates aggregates;
     int64_t first_event_unix_ns = INT64_MAX;
     int64_t last_event_unix_ns = 0;
+    // Memory charged for its aggregates (ProcessMemory), given back when
+    // it closes.
+    uint64_t charged_bytes = 0;
     // Per ring: the smallest record index that contributed.
     std::vector<uint64_t> min_index;
   };
