@@ -5,9 +5,11 @@
 #      samples whose leaf has no function name, > 0 and equal to what the
 #      profile itself holds, names hotloop with the reason "stripped (no
 #      .symtab) without MiniDebugInfo; no debug file found (...)", and the
-#      collector's log says that reason once;
+#      collector's log says that reason once; every profile it wrote has
+#      its share;
 #   2. the same binary with its symbols (and libc6-dbg for libc): a share
-#      of about 0, and no reason said for hotloop.
+#      of about 0 (under 5 %), what is unnamed only the PLT's stubs, whose
+#      reason is "an address in no function of its symbol table".
 set -uo pipefail
 source "${TEST_SRCDIR:?}/${TEST_WORKSPACE:-ringprof}/tests/symbols/lib.sh"
 need strip
@@ -81,6 +83,13 @@ awk -v s="${share}" 'BEGIN { exit !(s ~ /^[0-9.]+$/ && s >= 5) }' ||
   fail "the stripped hotloop's unsymbolized share is ${share}%, expected at least 5%"
 awk -v s="${share}" -v p="${from_profile}" 'BEGIN { d = s - p; exit !(d < 0.2 && d > -0.2) }' ||
   fail "the summary says ${share}% unsymbolized, the profile holds ${from_profile}%"
+# Every profile the run wrote (<kind>.pb.gz) has its share: no kind is left
+# out, whatever kinds the collector has.
+for merged in "${tmp}/stripped"/*.pb.gz; do
+  kind=$(basename "${merged}" .pb.gz)
+  grep -F 'ringprof: unsymbolized (' "${tmp}/stripped.log" | grep -qE "[:,] ${kind} [<0-9.]+% of " ||
+    fail "the summary gives no share for ${kind}.pb.gz"
+done
 reason='stripped (no .symtab) without MiniDebugInfo; no debug file found ('
 grep -E '^ringprof:   hotloop \(process_cpu [0-9.]+%.*\): ' "${tmp}/stripped.log" |
   grep -qF "): ${reason}" ||
@@ -96,8 +105,20 @@ grep -F 'ringprof: unsymbolized' -A6 "${tmp}/named.log"
 share=$(summary_share "${tmp}/named.log")
 from_profile=$(profile_share "${tmp}/named/process_cpu.pb.gz")
 echo "named: summary ${share}%, profile ${from_profile}%"
-awk -v s="${share}" 'BEGIN { exit !(s == "0" || s == "<0.1" || (s ~ /^[0-9.]+$/ && s < 1)) }' ||
+awk -v s="${share}" 'BEGIN { exit !(s == "0" || s == "<0.1" || (s ~ /^[0-9.]+$/ && s < 5)) }' ||
   fail "hotloop with its symbols is ${share}% unsymbolized, expected about 0"
-! grep -qF "hotloop: functions without a name" "${tmp}/named.log" ||
-  fail "a reason was said for hotloop with its symbols"
+# What may stay unnamed is the PLT's stubs, which no symbol covers (a few
+# samples land there), with that reason; nothing is "stripped".
+plt=$(readelf -SW "${hotloop}" | sed 's/^ *\[ *[0-9]*\]//' |
+  awk '$1 ~ /^\.plt/ { print $3, $5 }' | while read -r start size; do
+    echo "$((16#${start})) $((16#${start} + 16#${size}))"
+  done)
+[[ -n "${plt}" ]] || fail "no .plt section in ${hotloop}"
+while read -r offset; do
+  address=$((16#${offset}))
+  awk -v a="${address}" '{ if (a >= $1 && a < $2) found = 1 } END { exit !found }' <<<"${plt}" ||
+    fail "hotloop+0x${offset} is unnamed and not in the PLT (${plt})"
+done < <(grep -oE 'hotloop\+0x[0-9a-f]+' "${tmp}/named.raw" | sed 's/^hotloop+0x//' | sort -u)
+! grep -F "hotloop: functions without a name" "${tmp}/named.log" | grep -qvF "an address in no function of its symbol table" ||
+  fail "hotloop with its symbols said another reason: $(grep -F 'hotloop: functions without a name' "${tmp}/named.log")"
 echo PASS
