@@ -19,7 +19,8 @@ with the Push path of the same run:
 The CPU profile goes in OpenTelemetry's CPU convention, which Pyroscope
 stores under Push's profile type id; memory arrives under Push's name with
 another period type (collector/otlp/README.md).
-The block profile is compared too (named block through both).
+The block profile is compared too (named block through both), and the wall
+profile (the same id through both).
 Every wait polls with a deadline.
 """
 
@@ -54,6 +55,8 @@ PAIRS = {
         "memory:alloc_objects:count:memory:bytes",
     "block:delay:nanoseconds:contentions:count":
         "block:delay:nanoseconds:block:count",
+    "wall:wall:nanoseconds:wall:nanoseconds":
+        "wall:wall:nanoseconds:wall:nanoseconds",
 }
 CPU_PUSH, CPU_OTLP = list(PAIRS.items())[0]
 TOLERANCE = 0.01

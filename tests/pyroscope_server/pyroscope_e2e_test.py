@@ -4,10 +4,10 @@ Pyroscope v2.2.1 (one server for every case), read back through its query
 API and compared with the local profiles of the same run (readback.py):
 
   run:      examples/tagged (endpoint tags, a trace span per request) with
-            --tags=k8s.cluster=prod: CPU and memory totals and hot functions
-            within 1%, service_name and the dotted tag as stored by v2,
-            endpoint values as series, span_id on samples, in-use per window
-            as a snapshot;
+            --tags=k8s.cluster=prod: CPU, memory and wall totals and hot
+            functions within 1%, service_name and the dotted tag as stored
+            by v2, endpoint values as series, span_id on samples, in-use per
+            window as a snapshot;
   collect:  examples/hotloop preloaded, `ringprof collect` as a sidecar;
   inuse:    keep_churn (64 MiB kept): in-use snapshots per window, KeepBlocks
             in the last one;
@@ -98,8 +98,8 @@ def case_run(case):
                 "%d series with k8s.cluster=prod" % len(series))
     # (The off-CPU profiles, on by default, may add mutex and block series.)
     names_stored = {s.get("__name__") for s in series}
-    case.expect({"process_cpu", "memory"} <= names_stored,
-                "both profile types are series: %s" % sorted(names_stored))
+    case.expect({"process_cpu", "memory", "wall"} <= names_stored,
+                "CPU, memory and wall are series: %s" % sorted(names_stored))
 
 
 def case_collect(case):

@@ -19,6 +19,7 @@ ALLOC_SPACE = "memory:alloc_space:bytes:space:bytes"
 ALLOC_OBJECTS = "memory:alloc_objects:count:space:bytes"
 INUSE_SPACE = "memory:inuse_space:bytes:space:bytes"
 INUSE_OBJECTS = "memory:inuse_objects:count:space:bytes"
+WALL = "wall:wall:nanoseconds:wall:nanoseconds"
 MAX_NODES = 1 << 20  # the server's -querier.max-flamegraph-nodes-max
 
 

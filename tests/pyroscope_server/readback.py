@@ -3,7 +3,8 @@ same `ringprof` run (its --output-dir: one .pb.gz per window, process and
 profile type, `<out>/<service>/<pid>/<name>/<from_ms>-<until_ms>.pb.gz`).
 
 The server holds what was shipped, so for one service over the run:
-  * totals per sample type equal the local windows' sum (cpu, alloc_*),
+  * totals per sample type equal the local windows' sum (cpu, alloc_*,
+    wall),
     within `tolerance` (1%);
   * the hot functions (largest self values locally) have the same self
     values on the server;
@@ -36,7 +37,7 @@ import query  # noqa: E402  pylint: disable=wrong-import-position
 TYPES = {"cpu": query.CPU, "alloc_space": query.ALLOC_SPACE,
          "alloc_objects": query.ALLOC_OBJECTS,
          "inuse_space": query.INUSE_SPACE,
-         "inuse_objects": query.INUSE_OBJECTS}
+         "inuse_objects": query.INUSE_OBJECTS, "wall": query.WALL}
 INUSE = ("inuse_space", "inuse_objects")
 Window = collections.namedtuple("Window", "service pid name from_ms until_ms path")
 _WINDOW = re.compile(r"(\d+)-(\d+)\.pb\.gz$")
