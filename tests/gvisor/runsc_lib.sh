@@ -8,6 +8,13 @@
 #                                     stdout+stderr in the file OUT; returns
 #                                     CMD's exit status. OPTIONS are flags of
 #                                     `runsc do` (e.g. -force-overlay=false).
+#   gvisor_or_native MODE OUT LOG CMD...
+#                                     runs CMD natively (MODE native) or in a
+#                                     fresh sandbox whose writes reach the
+#                                     host (MODE gvisor, after
+#                                     gvisor_require_runsc), for at most 200 s:
+#                                     its stdout in OUT, its stderr (and
+#                                     runsc's) in LOG; returns CMD's status.
 #
 # The sandbox is `runsc --rootless --network=host do`: the host filesystem
 # read-only with a memory-backed overlay on top (writes vanish at exit unless
@@ -80,4 +87,16 @@ gvisor_require_runsc() {
   fi
   rm -rf "${out}" "${debug_dir}"
   echo "runsc: $("${RUNSC}" --version 2>&1 | head -n 1): sandbox starts"
+}
+
+gvisor_or_native() {
+  local mode=$1 out=$2 log=$3
+  shift 3
+  if [[ ${mode} == native ]]; then
+    timeout --kill-after=5 200 "$@" >"${out}" 2>"${log}"
+    return
+  fi
+  gvisor_require_runsc
+  GVISOR_TIMEOUT_SECONDS=200 gvisor_do "${log}" -force-overlay=false -- \
+    /bin/sh -c '"$@" >"$0"' "${out}" "$@"
 }

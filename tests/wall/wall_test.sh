@@ -15,21 +15,10 @@ cmd=("${root}/collector/ringprof" run --output-dir="${work}/out"
   --emitter="${root}/emitter/libringprof.so" --
   "${root}/tests/wall/wall_workload" 4)
 
-if [[ ${mode} == native ]]; then
-  timeout --kill-after=5 200 "${cmd[@]}" >"${work}/truth.json" \
-    2>"${work}/run.txt"
-  status=$?
-else
-  cd "${root}" || exit 1
-  # shellcheck source=tests/gvisor/runsc_lib.sh
-  source tests/gvisor/runsc_lib.sh
-  gvisor_require_runsc
-  GVISOR_TIMEOUT_SECONDS=200
-  # The output directory must outlive the sandbox: no overlay.
-  gvisor_do "${work}/run.txt" -force-overlay=false -- /bin/sh -c \
-    '"$@" >"$0"' "${work}/truth.json" "${cmd[@]}"
-  status=$?
-fi
+# shellcheck source=tests/gvisor/runsc_lib.sh
+source "${root}/tests/gvisor/runsc_lib.sh"
+gvisor_or_native "${mode}" "${work}/truth.json" "${work}/run.txt" "${cmd[@]}"
+status=$?
 cat "${work}/run.txt"
 if ((status != 0)); then
   echo "FAIL: the profiled run failed (exit ${status})"
