@@ -359,16 +359,22 @@ class AdversarialTest(unittest.TestCase):
         shutil.copy(HOTLOOP, dotted)
         cases = [["--", dotted, "8"], ["--service=.svc", "--", HOTLOOP, "8"]]
         for i, args in enumerate(cases):
+            out = os.path.join(self.work, "run-%d" % i)
             run = subprocess.run(
                 [RINGPROF, "run", "--emitter=" + EMITTER,
-                 "--output-dir=" + os.path.join(self.work, "run-%d" % i)] +
+                 "--output-dir=" + out] +
                 args, stderr=subprocess.PIPE, text=True, env=clean_env(),
                 timeout=120)
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertNotIn("no samples were recorded", run.stderr)
-            # The top table of a non-empty profile.
-            self.assertIn("Allocated bytes (memory: alloc_space)", run.stderr)
-            self.assertRegex(run.stderr, r"Showing nodes accounting for [1-9]")
+            # A non-empty memory profile: its hottest entries in the
+            # summary, its top table in top.txt.
+            self.assertRegex(run.stderr,
+                             r"memory flame graph: .*\n +[0-9.]+%  \S")
+            with open(os.path.join(out, "top.txt")) as f:
+                top = f.read()
+            self.assertIn("Allocated bytes (memory: alloc_space)", top)
+            self.assertRegex(top, r"Showing nodes accounting for [1-9]")
 
     # -- restarts ---------------------------------------------------------
 

@@ -119,6 +119,8 @@ window=$(last_window "${work}/second" "${workload_pid}")
 # --- run: live at exit, and shipped ----------------------------------------
 # Shipped to the real server where this machine has one (tools/pyroscope/
 # build); without it the run is checked locally and the readback skipped.
+# The shutdown deadline is long: on a loaded machine the real server can take
+# more than the default 10 s to accept the last windows of every child.
 server_args=()
 if pyroscope_available; then
   start_pyroscope "${work}/server" || fail "the Pyroscope server did not start"
@@ -126,7 +128,8 @@ if pyroscope_available; then
 fi
 timeout --kill-after=5 300 "${ringprof}" run --emitter="${emitter}" \
   --output-dir="${work}/run" "${server_args[@]}" \
-  --service=inuse-run --window=2s -- "${workload}" exit "${keep_mib}" 1024 1 \
+  --service=inuse-run --window=2s --shutdown-deadline=60s -- \
+  "${workload}" exit "${keep_mib}" 1024 1 \
   >"${work}/run.log" 2>&1 || { cat "${work}/run.log"; fail "run failed"; }
 if ((${#server_args[@]})); then
   readback "${work}/run" inuse-run || ((++failures))

@@ -128,7 +128,10 @@ def case_inuse(case):
     out = os.path.join(case.work, "inuse")
     run([RINGPROF, "run", "--server-address=" + case.server.url,
          "--output-dir=" + out, "--emitter=" + EMITTER, "--service=e2e-inuse",
-         "--window=2s", "--", KEEP_CHURN, "exit", "64", "256", "1"],
+         # A real server on a loaded machine can take longer than the
+         # default 10 s to take the last windows of every forked child.
+         "--window=2s", "--shutdown-deadline=60s", "--", KEEP_CHURN, "exit",
+         "64", "256", "1"],
         os.path.join(case.work, "inuse.log"),
         env=dict(os.environ, RINGPROF_SAMPLE_BYTES="32768"))
     case.readback(out, "e2e-inuse")

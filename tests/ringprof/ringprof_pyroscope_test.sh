@@ -45,11 +45,17 @@ for a in accepted:
     if labels["__name__"] == "process_cpu":
         assert labels.get("ringprof_cpu_source") in ("timer", "alloc_ticks"), labels
         assert a["sample_types"] == ["cpu:nanoseconds"], a["sample_types"]
-    else:
+    elif labels["__name__"] == "memory":
         assert a["sample_types"] == ["alloc_objects:count", "alloc_space:bytes",
                                      "inuse_objects:count", "inuse_space:bytes"], a
         # Snapshots must not be differenced by the server.
         assert labels.get("__delta__") == "false", labels
+    elif labels["__name__"] == "wall":
+        assert a["sample_types"] == ["wall:nanoseconds"], a["sample_types"]
+        assert labels.get("__delta__") == "false", labels
+    else:
+        # The off-CPU profiles, when the workload waited.
+        assert labels["__name__"] in ("mutex", "block"), labels
     assert a["num_samples"] > 0, a
 print(f"accepted {len(accepted)} profiles: {sorted(names)}")
 PY
