@@ -167,7 +167,7 @@ void ProcessProfiler::OnAllocSample(const ringfile::RecordView& record,
   // in-use heap (idempotent per address) still takes it.
   const bool replayed = !Fresh(unix_ns, record);
   if (replayed && !in_use) return;
-  const uint32_t stack =
+  uint32_t stack =
       stacks_.Intern(sample.frames, /*exact_leaf=*/false,
                      (head.flags & ringfile::kSampleTruncated) != 0,
                      labeler_.LabelsFor(head.tag_set, head.span_id));
@@ -202,7 +202,7 @@ void ProcessProfiler::OnCpuSample(const ringfile::RecordView& record,
   // has return addresses only.
   const bool exact_leaf =
       (sample.head.flags & ringfile::kSampleAtAllocation) == 0;
-  const uint32_t stack =
+  uint32_t stack =
       (sample.head.flags & ringfile::kSampleThreadNotSampled) != 0
           ? StackTable::kNotSampledStack
           : stacks_.Intern(
@@ -223,7 +223,7 @@ void ProcessProfiler::OnWaitSample(const ringfile::RecordView& record,
   const int64_t unix_ns = info_.ToRealtimeNs(sample.head.monotonic_ns);
   if (!InRange(unix_ns) || !Fresh(unix_ns, record)) return;
   ++stats_.wait_samples;
-  const uint32_t stack = stacks_.Intern(
+  uint32_t stack = stacks_.Intern(
       sample.frames, /*exact_leaf=*/false,
       (sample.head.flags & ringfile::kSampleTruncated) != 0,
       labeler_.LabelsFor(sample.head.tag_set, sample.head.span_id));
@@ -246,14 +246,12 @@ void ProcessProfiler::OnThreadName(const ringfile::RecordView& /*record*/,
   thread_exits_.erase(tid);  // the same thread renamed, or a new one
   auto it = thread_names_.find(tid);
   if (it == thread_names_.end()) {
-    // Charged once per slot: names of exited threads make room.
-    if (thread_names_.size() >= kMaxThreadNames ||
-        (thread_names_.size() == thread_name_slots_ &&
-         !memory_.Charge(kThreadNameBytes))) {
+    // Names of exited threads make room.
+    if (!AdmitThreadEntry(thread_names_.size(), thread_name_slots_,
+                          kThreadNameBytes)) {
       return;  // more live threads than the table holds: left unnamed
     }
     it = thread_names_.try_emplace(tid).first;
-    thread_name_slots_ = std::max(thread_name_slots_, thread_names_.size());
   }
   it->second = SanitizeLabelValue(thread.name);
 }
@@ -277,15 +275,20 @@ void ProcessProfiler::ForgetThreadsExitedBefore(int64_t unix_ns) {
   }
 }
 
+bool ProcessProfiler::AdmitThreadEntry(size_t size, size_t& slots,
+                                       uint64_t entry_bytes) {
+  if (size >= kMaxThreadNames) return false;
+  if (size == slots) {
+    if (!memory_.Charge(entry_bytes)) return false;
+    ++slots;
+  }
+  return true;
+}
+
 uint32_t ProcessProfiler::AddWall(WindowSet::Window& window, uint32_t stack,
                                   uint32_t tid, double ns) {
-  auto& wall = window.aggregates.wall;
   StackAndThread key(stack, tid);
-  if (wall.find(key) == wall.end() && stack != StackTable::kBudgetStack &&
-      !ChargeAggregate(window)) {
-    key.first = StackTable::kBudgetStack;
-  }
-  wall[key] += ns;
+  Slot(window, window.aggregates.wall, key) += ns;
   return key.first;
 }
 
@@ -294,14 +297,11 @@ void ProcessProfiler::NoteCpuForWall(uint32_t tid, uint64_t monotonic_ns,
                                      double ns) {
   auto it = last_cpu_.find(tid);
   if (it == last_cpu_.end()) {
-    // Charged once per slot, as names are; past the cap, not corrected.
-    if (last_cpu_.size() >= kMaxThreadNames ||
-        (last_cpu_.size() == last_cpu_slots_ &&
-         !memory_.Charge(kLastCpuBytes))) {
+    // Past the cap, not corrected.
+    if (!AdmitThreadEntry(last_cpu_.size(), last_cpu_slots_, kLastCpuBytes)) {
       return;
     }
     it = last_cpu_.try_emplace(tid).first;
-    last_cpu_slots_ = std::max(last_cpu_slots_, last_cpu_.size());
   }
   it->second = LastCpu{monotonic_ns, unix_ns, stack, ns};
 }
@@ -390,7 +390,7 @@ void ProcessProfiler::OnLiveSample(const ringfile::RecordView& /*record*/,
   }
   // No tags in a LiveSample: an entry keeps its AllocSample's stack (and
   // tags); only one first learned from a sweep goes without.
-  const uint32_t stack = stacks_.Intern(
+  uint32_t stack = stacks_.Intern(
       live.frames, /*exact_leaf=*/false,
       (head.flags & ringfile::kSampleTruncated) != 0, /*labels=*/0);
   inuse_.OnLive(head.monotonic_ns, head.sweep_id, head.alloc_ns, head.address,
@@ -429,15 +429,21 @@ bool ProcessProfiler::ChargeAggregate(WindowSet::Window& window) {
   return true;
 }
 
+namespace {
+uint32_t& StackOf(uint32_t& key) { return key; }
+uint32_t& StackOf(StackAndThread& key) { return key.first; }
+}  // namespace
+
 template <typename Map>
 typename Map::mapped_type& ProcessProfiler::Slot(WindowSet::Window& window,
-                                                 Map& map, uint32_t stack) {
-  auto it = map.find(stack);
+                                                 Map& map,
+                                                 typename Map::key_type& key) {
+  auto it = map.find(key);
   if (it != map.end()) return it->second;
-  if (stack != StackTable::kBudgetStack && !ChargeAggregate(window)) {
-    stack = StackTable::kBudgetStack;
+  if (StackOf(key) != StackTable::kBudgetStack && !ChargeAggregate(window)) {
+    StackOf(key) = StackTable::kBudgetStack;
   }
-  return map[stack];
+  return map[key];
 }
 
 WindowSet::Window& ProcessProfiler::WindowOf(
@@ -457,8 +463,8 @@ void ProcessProfiler::OnPick(uint64_t tick_ns, uint32_t stack) {
   if (delivery_.Delivered(unix_ns)) return;  // a predecessor's tick
   ++stats_.ticks_picked;
   WindowSet::Window& window = windows_.At(unix_ns);
-  Slot(window, window.aggregates.tick_cpu_ns,
-       stack == TickPicker::kNoSample ? StackTable::kNoSampleStack : stack) +=
+  if (stack == TickPicker::kNoSample) stack = StackTable::kNoSampleStack;
+  Slot(window, window.aggregates.tick_cpu_ns, stack) +=
       static_cast<int64_t>(options_.tick_ns);
 }
 

@@ -223,11 +223,16 @@ class ProcessProfiler : private ringfile::RecordHandler {
   // The window of a sample at `unix_ns` that `record` contributes to.
   WindowSet::Window& WindowOf(int64_t unix_ns,
                               const ringfile::RecordView& record);
-  // The window's aggregate for `stack`, or kBudgetStack's once the budget is
-  // spent.
+  // The window's aggregate for `key` (a stack, or a stack and thread); once
+  // the budget is spent, for the key with kBudgetStack instead, which `key`
+  // is then changed to.
   template <typename Map>
   typename Map::mapped_type& Slot(WindowSet::Window& window, Map& map,
-                                  uint32_t stack);
+                                  typename Map::key_type& key);
+  // Whether a per-thread table of `size` entries, `slots` of them charged
+  // to the process's memory, takes one more (charged once per slot, so
+  // entries of exited threads make room; at most kMaxThreadNames).
+  bool AdmitThreadEntry(size_t size, size_t& slots, uint64_t entry_bytes);
   // Charges one aggregate to the process's memory and counts it as
   // `window`'s, given back when the window is emitted; false when past the
   // budget (the sample goes to the "[truncated]" stack).
