@@ -44,7 +44,7 @@ __attribute__((constructor)) void ResolveNextExec() {
       {"execvp", SymbolScope::kNext},  {"execvpe", SymbolScope::kNext},
       {"fexecve", SymbolScope::kNext}, {"execveat", SymbolScope::kNext},
   };
-  LookUpSymbols(requests, sizeof(requests) / sizeof(requests[0]));
+  LookUpSymbolsAtStart(requests, sizeof(requests) / sizeof(requests[0]));
   g_next.execve = reinterpret_cast<ExecveFn>(requests[0].address);
   g_next.execv = reinterpret_cast<ExecvFn>(requests[1].address);
   g_next.execvp = reinterpret_cast<ExecvFn>(requests[2].address);

@@ -192,7 +192,7 @@ __attribute__((constructor(101))) void ResolveLibcFeatures() {
       // glibc's loader's; not imported (it would make ld.so a dependency).
       {"__libc_stack_end", SymbolScope::kFirst, arch::kGlibcFirstVersion},
   };
-  LookUpSymbols(requests, 3);
+  LookUpSymbolsAtStart(requests, 3);
   g_libc_stack_end = static_cast<void**>(requests[2].address);
   g_resolved_dl_find_object =
       reinterpret_cast<DlFindObjectFn>(requests[0].address);

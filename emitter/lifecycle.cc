@@ -232,8 +232,8 @@ void NoteLibcFacts() {
 }
 
 __attribute__((constructor)) void StartEmitter() {
-  NextReady();  // resolves the allocator table outside any malloc
-  ResolveWaitNext();
+  NextReady();        // resolves the allocator table outside any malloc
+  PrepareWaitNext();  // before anything that could call a wait function
   StartSession();
   if (!Enabled()) return;
   StartWaitProfiles(SessionConfig().mutex_sample_ns,

@@ -158,8 +158,8 @@ uint32_t FindInSysvHash(const SymbolTable& table, const SymbolRequest& request,
 }
 
 struct ObjectSpan {
-  const void* base;
-  bool holds_self;
+  const void* base = nullptr;
+  bool holds_self = false;
 };
 
 ObjectSpan SpanOf(const dl_phdr_info& info) {
@@ -198,7 +198,8 @@ struct Pass {
   int count;
   int unresolved;
   bool after_self;
-  NameHashes* hashes;  // kMaxHashedRequests entries
+  NameHashes* hashes;  // for the first `hashed` requests
+  int hashed;
   // Every request is kNext (objects up to this one's are skipped), or every
   // one is kBeforeSelf (the pass ends at this one's object).
   bool all_next;
@@ -208,14 +209,14 @@ struct Pass {
 uint32_t GnuHashOf(Pass& pass, int r) {
   const SymbolRequest& request = pass.requests[r];
   if (request.gnu_hash != 0) return request.gnu_hash;
-  if (r >= kMaxHashedRequests) return GnuSymbolHash(request.name);
+  if (r >= pass.hashed) return GnuSymbolHash(request.name);
   uint32_t& hash = pass.hashes[r].gnu;
   if (hash == 0) hash = GnuSymbolHash(request.name);
   return hash;
 }
 
 uint32_t SysvHashOf(Pass& pass, int r) {
-  if (r >= kMaxHashedRequests) return SysvHash(pass.requests[r].name);
+  if (r >= pass.hashed) return SysvHash(pass.requests[r].name);
   uint32_t& hash = pass.hashes[r].sysv;
   if (hash == 0) hash = SysvHash(pass.requests[r].name);
   return hash;
@@ -251,11 +252,13 @@ void* AddressOf(const SymbolTable& table, uint32_t index) {
 }
 
 // One loaded object as a pass needs it.
+// (Every member has an initializer: the tables of them below are zero
+// pages until used, with no initializer to run at load.)
 struct LoadedObject {
-  const char* path;
+  const char* path = nullptr;
   ObjectSpan span;
-  bool vdso;
-  bool table_ok;  // `table` was read (ReadSymbolTable succeeded)
+  bool vdso = false;
+  bool table_ok = false;  // `table` was read (ReadSymbolTable succeeded)
   SymbolTable table;
 };
 
@@ -382,6 +385,38 @@ bool PassOverCache(Pass& pass) {
   return usable;
 }
 
+// The objects RecordStartObjects found: written once, then only read.
+struct StartObjects {
+  std::atomic<int> count{-1};  // -1: not recorded
+  LoadedObject objects[kMaxStartObjects];
+};
+StartObjects g_start;
+
+int OnStartObject(dl_phdr_info* info, size_t, void* data) {
+  int& count = *static_cast<int*>(data);
+  if (count > kMaxStartObjects) return 1;
+  if (count < kMaxStartObjects) {
+    g_start.objects[count] = Describe(*info, /*read_table=*/true);
+  }
+  ++count;  // kMaxStartObjects + 1: too many
+  return 0;
+}
+
+// Starts a pass: clears the requests' results and notes their scopes.
+Pass BeginPass(SymbolRequest* requests, int count, NameHashes* hashes,
+               int hashed) {
+  Pass pass{requests, count, count, false, hashes, hashed, true, true};
+  for (int r = 0; r < count; ++r) {
+    requests[r].address = nullptr;
+    requests[r].object_base = nullptr;
+    requests[r].object_path = nullptr;
+    pass.all_next = pass.all_next && requests[r].scope == SymbolScope::kNext;
+    pass.all_before_self =
+        pass.all_before_self && requests[r].scope == SymbolScope::kBeforeSelf;
+  }
+  return pass;
+}
+
 }  // namespace
 
 const ElfW(Dyn) * DynamicSection(const dl_phdr_info& info) {
@@ -396,22 +431,43 @@ const ElfW(Dyn) * DynamicSection(const dl_phdr_info& info) {
 
 void LookUpSymbols(SymbolRequest* requests, int count) {
   NameHashes hashes[kMaxHashedRequests] = {};
-  Pass pass{requests, count, 0, false, hashes, true, true};
-  for (int r = 0; r < count; ++r) {
-    requests[r].address = nullptr;
-    requests[r].object_base = nullptr;
-    requests[r].object_path = nullptr;
-    pass.all_next = pass.all_next && requests[r].scope == SymbolScope::kNext;
-    pass.all_before_self =
-        pass.all_before_self && requests[r].scope == SymbolScope::kBeforeSelf;
-  }
-  pass.unresolved = count;
+  Pass pass = BeginPass(requests, count, hashes, kMaxHashedRequests);
   if (count > 0 && !PassOverCache(pass)) dl_iterate_phdr(OnObject, &pass);
+}
+
+bool RecordStartObjects() {
+  if (g_start.count.load(std::memory_order_acquire) >= 0) return true;
+  int count = 0;
+  dl_iterate_phdr(OnStartObject, &count);
+  if (count > kMaxStartObjects) return false;
+  g_start.count.store(count, std::memory_order_release);
+  return true;
+}
+
+bool LookUpStartSymbols(SymbolRequest* requests, int count) {
+  const int objects = g_start.count.load(std::memory_order_acquire);
+  if (objects < 0) return false;
+  // Its callers resolve a name or a few; further names are hashed once per
+  // object (a constructor's passes give each its GNU hash).
+  constexpr int kHashed = 8;
+  NameHashes hashes[kHashed] = {};
+  Pass pass = BeginPass(requests, count, hashes, kHashed);
+  for (int i = 0; i < objects && pass.unresolved > 0; ++i) {
+    LoadedObject object = g_start.objects[i];  // Probe may not write it
+    if (Probe(pass, object, nullptr)) break;
+  }
+  return true;
+}
+
+void LookUpSymbolsAtStart(SymbolRequest* requests, int count) {
+  if (!RecordStartObjects() || !LookUpStartSymbols(requests, count)) {
+    LookUpSymbols(requests, count);
+  }
 }
 
 void* NextSymbol(const char* name) {
   SymbolRequest request{name, SymbolScope::kNext};
-  LookUpSymbols(&request, 1);
+  if (!LookUpStartSymbols(&request, 1)) LookUpSymbols(&request, 1);
   return request.address;
 }
 

@@ -79,8 +79,38 @@ struct SymbolRequest {
 void LookUpSymbols(SymbolRequest* requests, int count);
 inline constexpr int kMaxHashedRequests = 128;
 
-// dlsym(RTLD_NEXT, name) from libringprof.so: the address or null.
+// dlsym(RTLD_NEXT, name) from libringprof.so: the address or null. Among
+// the objects loaded at start once they are recorded (RecordStartObjects:
+// then without the loader's lock, so an interposer may resolve its next
+// function on first use even in a signal handler), else among all.
 void* NextSymbol(const char* name);
+
+// The objects loaded when RecordStartObjects ran (the library constructor
+// calls it), kept for lookups that must not take the loader's lock: a
+// stub that resolves its function on first use, possibly in a signal
+// handler that interrupted the loader. Objects loaded at start are never
+// unloaded, so their symbol tables stay valid.
+//
+// RecordStartObjects: one pass over the loaded objects; false when there
+// are more than kMaxStartObjects of them (then nothing is recorded and
+// LookUpStartSymbols always answers false). Takes the loader's lock; call it
+// once, before any other thread could call LookUpStartSymbols.
+//
+// LookUpStartSymbols: resolves the requests as LookUpSymbols would have
+// when the objects were recorded (objects loaded since are not searched);
+// false, leaving the requests alone, when nothing was recorded. Lock-free,
+// allocation-free and async-signal-safe (but for an STT_GNU_IFUNC's
+// resolver, which it calls as the loader does).
+inline constexpr int kMaxStartObjects = 32;
+bool RecordStartObjects();
+bool LookUpStartSymbols(SymbolRequest* requests, int count);
+
+// For the library's constructors (and what runs before them): the requests
+// resolved among the objects loaded at start (recording them first if
+// nothing has yet), without a pass over the loader's list each time; by
+// LookUpSymbols where they cannot be recorded. Not for names an object the
+// emitter itself loads later must answer (libgcc_s.so.1, opened on purpose).
+void LookUpSymbolsAtStart(SymbolRequest* requests, int count);
 
 // A loaded object's dynamic section (PT_DYNAMIC), or null.
 const ElfW(Dyn) * DynamicSection(const dl_phdr_info& info);

@@ -277,7 +277,7 @@ void ResolveAll() {
   }
   requests[kCEntryCount + kCxxEntryCount] = {"__libc_start_main",
                                              SymbolScope::kNext};
-  LookUpSymbols(requests, kCEntryCount + kCxxEntryCount + 1);
+  LookUpSymbolsAtStart(requests, kCEntryCount + kCxxEntryCount + 1);
   // gnu_get_libc_version is weak (libc_imports.h): null on musl.
   if (gnu_get_libc_version == nullptr) {
     AvoidMuslReentry(requests,
@@ -414,7 +414,7 @@ bool MallocShadowedBy(char* path, size_t path_size) {
   // executable that takes malloc's address has a canonical PLT entry for
   // it, which is no definition: it calls the emitter's malloc.)
   SymbolRequest request{"malloc", SymbolScope::kBeforeSelf};
-  LookUpSymbols(&request, 1);
+  LookUpSymbolsAtStart(&request, 1);
   if (request.address == nullptr) return false;
   const char* name =
       *request.object_path != '\0' ? request.object_path : "the program";
@@ -569,7 +569,7 @@ bool AnyEntryShadowed() {
     requests[i] = {EntryName(i), SymbolScope::kBeforeSelf};
     requests[i].gnu_hash = EntryHash(i);
   }
-  LookUpSymbols(requests, kEntryCount);
+  LookUpSymbolsAtStart(requests, kEntryCount);
   for (const SymbolRequest& request : requests) {
     if (request.address != nullptr) return true;
   }
@@ -588,7 +588,7 @@ bool TakeOverShadowedAllocator() {
     requests[2 * i + 1] = {EntryName(i), SymbolScope::kSelf};
     requests[2 * i + 1].gnu_hash = EntryHash(i);
   }
-  LookUpSymbols(requests, 2 * kEntryCount);
+  LookUpSymbolsAtStart(requests, 2 * kEntryCount);
   Takeover t = {};
   t.self_base = requests[1].object_base;
   if (t.self_base == nullptr) return false;

@@ -6,12 +6,20 @@
 //
 // Contract:
 //  - One table, g_wait_next. Until resolved, each entry is a stub that
-//    resolves the whole table (one pass over the loaded objects) and then
-//    calls the real function, so the interposers need no "resolved yet"
-//    test. The library constructor resolves it (ResolveWaitNext) before
-//    anything else runs; only a call before that (another library's
-//    constructor) runs a stub. Concurrent first calls all resolve and
-//    store the same addresses.
+//    resolves its own entry and then calls the real function, so the
+//    interposers need no "resolved yet" test, and a process pays only for
+//    the functions it calls (a short-lived command calls few or none). The
+//    library constructor calls PrepareWaitNext before anything else runs:
+//    it records the objects loaded at start (loaded_symbols.h,
+//    RecordStartObjects), from which a stub resolves without the loader's
+//    lock, so a stub may first run anywhere, a signal handler that
+//    interrupted the loader included. Where they cannot be recorded (more
+//    than kMaxStartObjects objects), it resolves the whole table at once
+//    (ResolveWaitNext) instead, as does a stub that runs before it (another
+//    library's constructor). Concurrent first calls all resolve and store
+//    the same address.
+//  - Either way an entry is what a lookup among the objects loaded at start
+//    finds (RTLD_NEXT of libringprof.so), whenever it is resolved.
 //  - A function no loaded object defines (pthread_cond_clockwait before
 //    glibc 2.30) is replaced by one that fails as an unsupported call:
 //    ENOSYS as the return value of pthread_* functions, -1 with errno ENOSYS
@@ -20,10 +28,8 @@
 //  - No strong import: every function is looked up at run time, so the
 //    library links and loads where some of them do not exist (musl has no
 //    __read_chk, old glibc no *clock* variants).
-//  - Resolving takes the loader's lock (dl_iterate_phdr): a stub must not
-//    first run in a signal handler that interrupted the loader. After
-//    resolution every entry is a plain indirect call: async-signal-safe
-//    where the function is.
+//  - After resolution every entry is a plain indirect call:
+//    async-signal-safe where the function is.
 #ifndef RINGPROF_EMITTER_WAIT_NEXT_H_
 #define RINGPROF_EMITTER_WAIT_NEXT_H_
 
@@ -193,7 +199,11 @@ struct WaitNext {
 // Hidden: the interposers address it directly, not through the GOT.
 extern WaitNext g_wait_next __attribute__((visibility("hidden")));
 
-// Resolves every entry (idempotent; see the contract above).
+// At start: records the loaded objects for the stubs, or resolves every
+// entry when it cannot (see the contract above).
+void PrepareWaitNext();
+
+// Resolves every entry now, under the loader's lock (idempotent).
 void ResolveWaitNext();
 
 }  // namespace emitter
