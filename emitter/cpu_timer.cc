@@ -17,6 +17,7 @@
 #include "emitter/cpu_timer.h"
 
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -201,10 +202,24 @@ int RawSigmask(int how, const sigset_t* set, sigset_t* old) {
   return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8) == 0 ? 0 : errno;
 }
 
-// The calling thread's CPU clock (a system call, also natively), or -1.
+// Eight of the random bytes the kernel gives each exec'd image (AT_RANDOM),
+// or 0: what tells apart the seeds of processes whose first threads have
+// the same id (pid 1 of each container) and the same CPU time (gVisor's
+// clocks advance in 10 ms steps). Threads and fork children of one image
+// share them and differ by thread id. No clock read, no system call.
+uint64_t ExecRandom() {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(
+      static_cast<uintptr_t>(getauxval(AT_RANDOM)));
+  uint64_t value = 0;
+  if (bytes != nullptr) memcpy(&value, bytes, sizeof(value));
+  return value;
+}
+
+// The calling thread's CPU clock, or -1: a system call, also natively (the
+// vDSO serves no CPU clock, it would only forward the call), made directly.
 int64_t ThreadCpuNs() {
   struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+  if (syscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
@@ -484,7 +499,7 @@ void ArmCurrentThread(bool first_thread = false, pid_t known_tid = 0) {
   const int64_t now_ns = ThreadCpuNs();
   t_timer.period_start_ns = now_ns > 0 ? now_ns : 0;
   SeedSamplePoints(t_timer.points,
-                   (static_cast<uint64_t>(tid) << 32) ^ MonotonicNowNs() ^
+                   (static_cast<uint64_t>(tid) << 32) ^ ExecRandom() ^
                        static_cast<uint64_t>(t_timer.period_start_ns));
   t_timer.unrecorded_ns = 0;
   t_timer.timer_id = timer_id;
