@@ -101,6 +101,11 @@ absl::Duration PollDelay(uint64_t records, absl::Duration since,
   return std::max(delay, min_interval);
 }
 
+absl::Time EarliestPoll(absl::Time polled, absl::Time due,
+                        absl::Duration min_interval) {
+  return due - std::min(min_interval, (due - polled) / 2);
+}
+
 Liveness CheckProcess(uint32_t pid, uint64_t process_start_ticks,
                       bool* verified) {
   if (verified != nullptr) *verified = false;
@@ -228,7 +233,7 @@ void RingDrainer::RunOnce(bool wait) {
     // catches up (they are lost only if the ring wraps meanwhile).
     if (queue_->full()) break;
     absl::Time t = absl::Now();
-    if (t < ring.next_poll && !ring.check_liveness_now && !poll_all) {
+    if (t < ring.early_poll && !ring.check_liveness_now && !poll_all) {
       ++it;
       continue;
     }
@@ -237,6 +242,7 @@ void RingDrainer::RunOnce(bool wait) {
         PollRing(ring, /*max_polls=*/4, absl::InfiniteFuture(), &records);
     t = absl::Now();
     ring.next_poll = NextPoll(ring, t, records, result);
+    ring.early_poll = EarliestPoll(t, ring.next_poll, options_.poll_interval);
     ring.last_poll = t;
     if (result == PollResult::kBroken) {
       EndRing(ring, /*delete_file=*/false);
@@ -385,6 +391,7 @@ void RingDrainer::Open(const std::string& path,
   ring.info = std::make_shared<const ringfile::FileInfo>(ring.reader->info());
   ring.last_progress = now;
   ring.next_poll = now;
+  ring.early_poll = now;
   ring.last_poll = now;
   // Same clock domain unless the process's CLOCK_MONOTONIC, estimated
   // through the wall clock, is far from ours (e.g. another gVisor kernel).

@@ -15,7 +15,8 @@
 //     but at least `poll_interval` and at most kMaxActivePollInterval
 //     (20 ms) later while records came within the last second, at most
 //     kMaxPollInterval (100 ms) after that; at once again when a poll was
-//     cut short by its budget. Each
+//     cut short by its budget. A wake-up also polls every ring due soon
+//     (EarliestPoll), so rings share wake-ups. Each
 //     batch carries a watermark on the process's own CLOCK_MONOTONIC: the
 //     time up to which every record has been read, minus `watermark_slack`
 //     (records are stamped shortly before they are committed);
@@ -95,6 +96,13 @@ absl::Duration PollDelay(uint64_t records, absl::Duration since,
                          uint32_t slots_per_ring, absl::Duration min_interval,
                          absl::Duration max_interval);
 
+// From when a ring polled at `polled` and due at `due` is polled along
+// with others when the drain thread is awake anyway: at most
+// `min_interval` and half its delay early, so that rings opened at
+// different moments share wake-ups instead of each waking the thread.
+absl::Time EarliestPoll(absl::Time polled, absl::Time due,
+                        absl::Duration min_interval);
+
 class RingDrainer {
  public:
   static absl::StatusOr<std::unique_ptr<RingDrainer>> Create(
@@ -147,6 +155,7 @@ class RingDrainer {
     bool writer_dead = false;
     bool check_liveness_now = false;
     absl::Time next_poll;
+    absl::Time early_poll;  // from then on polled by any wake-up
     absl::Time last_poll;
     absl::Time last_progress;
     absl::Time next_liveness_check;

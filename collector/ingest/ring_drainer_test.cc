@@ -58,14 +58,16 @@ class RingDrainerTest : public ::testing::Test {
 
   // A ring file of this (live) process with `samples` allocation samples;
   // the writer stays open.
-  void CreateRing(int samples) {
+  void CreateRing(int samples) { CreateRing(samples, &writer_, "test"); }
+  void CreateRing(int samples, ringfile::RingWriter* writer,
+                  const std::string& service) {
     const std::string path =
-        absl::StrCat(dir_, "/test.", ::getpid(), ".0.ring");
+        absl::StrCat(dir_, "/", service, ".", ::getpid(), ".0.ring");
     ringfile::WriterOptions options = rt::TestWriterOptions(path);
     options.pid = static_cast<uint32_t>(::getpid());
     options.process_start_ticks = 0;
     options.slots_per_ring = 1024;
-    ASSERT_EQ(writer_.Create(options), 0);
+    ASSERT_EQ(writer->Create(options), 0);
     for (int i = 0; i < samples; ++i) {
       ringfile::AllocSample s = {};
       s.monotonic_ns = ringfile::ClockNs(CLOCK_MONOTONIC);
@@ -73,7 +75,7 @@ class RingDrainerTest : public ::testing::Test {
       s.weight_bytes = 100;
       s.requested_size = 100;
       const uint64_t frames[] = {0x1000, 0x2000};
-      ASSERT_TRUE(rt::AppendAllocSample(writer_, s, frames, s.tid));
+      ASSERT_TRUE(rt::AppendAllocSample(*writer, s, frames, s.tid));
     }
   }
 
@@ -105,6 +107,39 @@ TEST_F(RingDrainerTest, AnIdleRingIsPolledAtMostEveryMaxPollInterval) {
   EXPECT_GE((*drainer)->polls(), 1u);
   EXPECT_LE((*drainer)->polls(), most);
   EXPECT_LE(rounds, static_cast<int>(most) + 2);
+}
+
+TEST(EarliestPollTest, AtMostTheShortestIntervalAndHalfTheDelayEarly) {
+  const absl::Time t = absl::FromUnixSeconds(1000);
+  const absl::Duration min = absl::Milliseconds(5);
+  EXPECT_EQ(EarliestPoll(t, t + absl::Milliseconds(20), min),
+            t + absl::Milliseconds(15));
+  EXPECT_EQ(EarliestPoll(t, t + absl::Milliseconds(6), min),
+            t + absl::Milliseconds(3));
+  EXPECT_EQ(EarliestPoll(t, t, min), t);  // at once stays at once
+}
+
+TEST_F(RingDrainerTest, RingsDueCloseTogetherShareAWakeUp) {
+  // Each ring is due 100 ms after its poll, and may be polled 50 ms early
+  // when the thread is awake anyway.
+  options_.poll_interval = absl::Milliseconds(100);
+  BatchQueue queue(1 << 20);
+  auto drainer = RingDrainer::Create(options_, &queue);
+  ASSERT_TRUE(drainer.ok()) << drainer.status();
+  CreateRing(/*samples=*/1);
+  (*drainer)->RunOnce(/*wait=*/false);  // opens and polls the first
+  ringfile::RingWriter second;
+  CreateRing(/*samples=*/1, &second, "second");
+  (*drainer)->RunOnce(/*wait=*/false);  // opens and polls the second
+  ASSERT_EQ((*drainer)->rings_opened(), 2u);
+  ASSERT_EQ((*drainer)->polls(), 2u);
+  // One wake-up, when the first is due, polls both (unless opening the
+  // second took longer than 50 ms).
+  const absl::Time start = absl::Now();
+  (*drainer)->RunOnce(/*wait=*/true);
+  const absl::Duration waited = absl::Now() - start;
+  EXPECT_EQ((*drainer)->polls(), 4u) << "after " << waited;
+  EXPECT_LT(waited, absl::Seconds(5));
 }
 
 TEST_F(RingDrainerTest, RingsThatExistAtStartAreOpenedAtOnce) {
