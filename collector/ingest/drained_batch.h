@@ -104,15 +104,20 @@ class BatchQueue {
   explicit BatchQueue(size_t max_records, size_t max_bytes = 64 << 20)
       : max_records_(max_records), max_bytes_(max_bytes) {}
 
-  void Push(DrainedBatch batch) {
+  // Appends `batch` and wakes a waiting PopAll; with `notify` false it
+  // leaves that to a later Notify() (one wake-up for a round of pushes).
+  void Push(DrainedBatch batch, bool notify = true) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       queued_records_ += batch.records.size();
       queued_bytes_ += batch.arena.size() * sizeof(uint64_t);
       batches_.push_back(std::move(batch));
     }
-    not_empty_.notify_one();
+    if (notify) not_empty_.notify_one();
   }
+
+  // Wakes a waiting PopAll (if anything is queued, it returns it).
+  void Notify() { not_empty_.notify_one(); }
 
   // Waits up to `timeout` for batches (or Close()); moves all queued ones
   // to `out` (cleared first).

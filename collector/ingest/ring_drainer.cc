@@ -215,11 +215,27 @@ absl::Time RingDrainer::NextPoll(const Ring& ring, absl::Time now,
                              : RingDrainer::kMaxActivePollInterval);
 }
 
+void RingDrainer::Publish(DrainedBatch batch) {
+  queue_->Push(std::move(batch), /*notify=*/!in_round_);
+}
+
+RingDrainer::ScopedRound::ScopedRound(RingDrainer* drainer)
+    : drainer_(drainer) {
+  drainer_->in_round_ = true;
+}
+
+RingDrainer::ScopedRound::~ScopedRound() {
+  drainer_->in_round_ = false;
+  drainer_->queue_->Notify();
+}
+
 void RingDrainer::RunOnce(bool wait) {
   const absl::Duration budget = wait && !poll_all_.load()
                                     ? WaitBudget(absl::Now())
                                     : absl::ZeroDuration();
   const absl::Time now = absl::Now();
+  // The processing thread is woken once, after the round (ScopedRound).
+  ScopedRound round(this);
   for (std::string& path : watcher_->Wait(budget)) {
     pending_.emplace(std::move(path), Pending{now, now});
     next_pending_pass_ = now;
@@ -439,7 +455,7 @@ void RingDrainer::Open(const std::string& path,
                         opened.resumed ? ", resuming where the last collector "
                                          "stopped"
                                        : ""));
-  queue_->Push(std::move(opened));
+  Publish(std::move(opened));
   rings_.emplace(ring.id, std::move(ring));
 }
 
@@ -509,7 +525,7 @@ RingDrainer::PollResult RingDrainer::PollRing(Ring& ring, int max_polls,
       (result == PollResult::kCaughtUp &&
        ring.watermark_ns >= ring.sent_watermark_ns + kMinWatermarkStepNs)) {
     ring.sent_watermark_ns = ring.watermark_ns;
-    queue_->Push(std::move(batch));
+    Publish(std::move(batch));
   } else {
     queue_->Recycle(std::move(batch));
   }
@@ -521,7 +537,7 @@ void RingDrainer::EndRing(Ring& ring, bool delete_file, bool process_done) {
   ended.kind = DrainedBatch::Kind::kEnded;
   ended.process = ring.id;
   ended.process_done = process_done;
-  queue_->Push(std::move(ended));
+  Publish(std::move(ended));
   next_pending_pass_ = absl::InfinitePast();  // a slot is free
   ended_.fetch_add(1);
   if (ring.stats.lost > 0 || ring.stats.writer_dropped > 0) {

@@ -16,7 +16,8 @@
 //     (20 ms) later while records came within the last second, at most
 //     kMaxPollInterval (100 ms) after that; at once again when a poll was
 //     cut short by its budget. A wake-up also polls every ring due soon
-//     (EarliestPoll), so rings share wake-ups. Each
+//     (EarliestPoll), so rings share wake-ups, and the round's batches
+//     wake the processing thread once, at its end. Each
 //     batch carries a watermark on the process's own CLOCK_MONOTONIC: the
 //     time up to which every record has been read, minus `watermark_slack`
 //     (records are stamped shortly before they are committed);
@@ -190,6 +191,16 @@ class RingDrainer {
   uint64_t ProcessNowNs(const Ring& ring) const;
   // `process_done`: the process ended and its ring is drained.
   void EndRing(Ring& ring, bool delete_file, bool process_done = false);
+  // Queues `batch`; within RunOnce the consumer is woken once at its end.
+  void Publish(DrainedBatch batch);
+  class ScopedRound {
+   public:
+    explicit ScopedRound(RingDrainer* drainer);
+    ~ScopedRound();
+
+   private:
+    RingDrainer* const drainer_;
+  };
 
   DrainerOptions options_;
   BatchQueue* const queue_;
@@ -205,6 +216,7 @@ class RingDrainer {
   std::atomic<uint64_t> ended_{0};
   std::atomic<uint64_t> polls_{0};
   std::atomic<bool> poll_all_{false};  // set by Wake()
+  bool in_round_ = false;  // inside RunOnce: Publish defers the wake-up
 };
 
 }  // namespace collector

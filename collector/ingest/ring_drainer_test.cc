@@ -228,6 +228,34 @@ TEST(BatchQueueTest, CloseEndsAWaitingPopAll) {
   EXPECT_TRUE(batches.empty());
 }
 
+TEST(BatchQueueTest, DeferredPushesAreDeliveredAndNotifyWakesTheConsumer) {
+  BatchQueue queue(1024);
+  std::vector<DrainedBatch> batches;
+  // Not woken, still queued: a later PopAll takes them.
+  for (uint32_t process : {1u, 2u}) {
+    DrainedBatch batch;
+    batch.process = process;
+    queue.Push(std::move(batch), /*notify=*/false);
+  }
+  queue.PopAll(std::chrono::milliseconds(0), &batches);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[1].process, 2u);
+  // A consumer waiting for a minute returns once Notify follows a deferred
+  // push.
+  std::thread producer([&] {
+    DrainedBatch batch;
+    batch.process = 3;
+    queue.Push(std::move(batch), /*notify=*/false);
+    queue.Notify();
+  });
+  const absl::Time start = absl::Now();
+  while (batches.empty() || batches[0].process != 3) {
+    queue.PopAll(std::chrono::milliseconds(60'000), &batches);
+  }
+  producer.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+}
+
 }  // namespace
 }  // namespace collector
 }  // namespace ringprof
