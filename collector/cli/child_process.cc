@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -297,44 +298,77 @@ ChildProcess::~ChildProcess() {
   if (life_fd_ >= 0) ::close(life_fd_);  // the supervisor stops the tree
 }
 
+namespace {
+
+// The next signal sent to ringprof (blocked, so pending), from `signal_fd`
+// (a signalfd) or, without one, sigtimedwait; 0 when none is pending.
+int TakeSignal(int signal_fd, const sigset_t& set, int* code) {
+  if (signal_fd >= 0) {
+    signalfd_siginfo info;
+    if (::read(signal_fd, &info, sizeof(info)) != sizeof(info)) return 0;
+    *code = info.ssi_code;
+    return static_cast<int>(info.ssi_signo);
+  }
+  siginfo_t info;
+  const timespec no_wait = {0, 0};
+  const int sig = ::sigtimedwait(&set, &info, &no_wait);
+  *code = info.si_code;
+  return sig > 0 ? sig : 0;
+}
+
+}  // namespace
+
 CommandFate ChildProcess::Wait() {
   const sigset_t set = WaitedSignals();
-  while (true) {
-    // Status lines from the supervisor.
-    pollfd status = {status_fd_, POLLIN, 0};
-    if (::poll(&status, 1, 50) > 0) {
-      char buffer[256];
-      const ssize_t n = ::read(status_fd_, buffer, sizeof(buffer));
-      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-        // The supervisor is gone without a word: the command must not
-        // run on unwatched.
-        ::kill(pid_, SIGKILL);
-        return CommandFate();
+  // Sleeps until the supervisor writes or a signal arrives (with no
+  // signalfd: looks for signals every 50 ms).
+  const int signal_fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  CommandFate fate;
+  while (!ReadStatus(signal_fd, &fate)) {
+    int code = 0;
+    int sig;
+    while ((sig = TakeSignal(signal_fd, set, &code)) != 0) {
+      if (sig == SIGCHLD) continue;
+      // Terminal-generated signals (si_code SI_KERNEL) reached the
+      // command's process group already; forward only those sent to us
+      // directly.
+      if (code == SI_USER || code == SI_QUEUE || code == SI_TKILL) {
+        ::kill(pid_, sig);
       }
-      if (n > 0) pending_.append(buffer, static_cast<size_t>(n));
-      size_t end;
-      while ((end = pending_.find('\n')) != std::string::npos) {
-        const std::string line = pending_.substr(0, end);
-        pending_.erase(0, end + 1);
-        int wait_status = 0;
-        if (absl::StartsWith(line, "X ") &&
-            absl::SimpleAtoi(line.substr(2), &wait_status)) {
-          return CommandFate::FromWaitStatus(wait_status);
-        }
-      }
-    }
-    // Signals sent to ringprof.
-    siginfo_t info;
-    const timespec no_wait = {0, 0};
-    const int sig = ::sigtimedwait(&set, &info, &no_wait);
-    if (sig <= 0 || sig == SIGCHLD) continue;
-    // Terminal-generated signals (si_code SI_KERNEL) reached the command's
-    // process group already; forward only those sent to us directly.
-    if (info.si_code == SI_USER || info.si_code == SI_QUEUE ||
-        info.si_code == SI_TKILL) {
-      ::kill(pid_, sig);
     }
   }
+  if (signal_fd >= 0) ::close(signal_fd);
+  return fate;
+}
+
+bool ChildProcess::ReadStatus(int signal_fd, CommandFate* fate) {
+  pollfd fds[2] = {{status_fd_, POLLIN, 0}, {signal_fd, POLLIN, 0}};
+  if (::poll(fds, signal_fd >= 0 ? 2 : 1, signal_fd >= 0 ? -1 : 50) <= 0 ||
+      fds[0].revents == 0) {
+    return false;
+  }
+  char buffer[256];
+  const ssize_t n = ::read(status_fd_, buffer, sizeof(buffer));
+  if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+    // The supervisor is gone without a word: the command must not run on
+    // unwatched.
+    ::kill(pid_, SIGKILL);
+    *fate = CommandFate();
+    return true;
+  }
+  if (n > 0) pending_.append(buffer, static_cast<size_t>(n));
+  size_t end;
+  while ((end = pending_.find('\n')) != std::string::npos) {
+    const std::string line = pending_.substr(0, end);
+    pending_.erase(0, end + 1);
+    int wait_status = 0;
+    if (absl::StartsWith(line, "X ") &&
+        absl::SimpleAtoi(line.substr(2), &wait_status)) {
+      *fate = CommandFate::FromWaitStatus(wait_status);
+      return true;
+    }
+  }
+  return false;
 }
 
 void ChildProcess::Finish() {

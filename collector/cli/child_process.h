@@ -99,6 +99,10 @@ class ChildProcess {
         life_fd_(life_fd),
         command_(std::move(command)) {}
 
+  // Waits for the supervisor's next bytes (or a signal on `signal_fd`, or
+  // 50 ms without one); true once the command's fate is known.
+  bool ReadStatus(int signal_fd, CommandFate* fate);
+
   pid_t supervisor_ = -1;
   pid_t pid_ = -1;
   int status_fd_ = -1;  // supervisor -> ringprof: "P pid", "X status"
