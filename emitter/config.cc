@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "emitter/plain_string.h"
 #include "emitter/stderr_line.h"
 
 namespace ringprof {
@@ -94,10 +95,7 @@ bool CopyServiceName(const char* from, char* to, size_t size) {
   return n > 0 && strcmp(to, ".") != 0 && strcmp(to, "..") != 0;
 }
 
-const char* Basename(const char* path) {
-  const char* slash = strrchr(path, '/');
-  return slash == nullptr ? path : slash + 1;
-}
+const char* Basename(const char* path) { return AfterLastSlash(path); }
 
 // Parses an optionally signed decimal integer made only of digits.
 bool ParseInt(const char* s, int64_t* out) {
@@ -192,13 +190,22 @@ RingprofEntries g_ringprof_env;
 constexpr char kPrefix[] = "RINGPROF_";
 constexpr size_t kPrefixSize = sizeof(kPrefix) - 1;
 
+// The value of `entry` ("NAME=value") if its name is `name`, else null.
+const char* ValueIfNamed(const char* entry, const char* name) {
+  while (*name != '\0' && *entry == *name) {
+    ++entry;
+    ++name;
+  }
+  return *name == '\0' && *entry == '=' ? entry + 1 : nullptr;
+}
+
 void ScanEnvironment() {
   RingprofEntries& env = g_ringprof_env;
   env.scanned = true;
   env.overflowed = false;
   env.count = 0;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    if (strncmp(*entry, kPrefix, kPrefixSize) != 0) continue;
+    if (!HasPrefix(*entry, kPrefix, kPrefixSize)) continue;
     if (env.count == kMaxRingprofEntries) {
       env.overflowed = true;
       return;
@@ -213,14 +220,12 @@ void RefreshRingprofEnv() { ScanEnvironment(); }
 
 const char* LookupRingprofEnv(const char* name) {
   if (!g_ringprof_env.scanned) ScanEnvironment();
-  if (g_ringprof_env.overflowed || strncmp(name, kPrefix, kPrefixSize) != 0) {
+  if (g_ringprof_env.overflowed || !HasPrefix(name, kPrefix, kPrefixSize)) {
     return getenv(name);
   }
-  const size_t size = strlen(name);
   for (int i = 0; i < g_ringprof_env.count; ++i) {
-    const char* entry = g_ringprof_env.entries[i];
-    if (strncmp(entry, name, size) == 0 && entry[size] == '=') {
-      return entry + size + 1;
+    if (const char* value = ValueIfNamed(g_ringprof_env.entries[i], name)) {
+      return value;
     }
   }
   return nullptr;

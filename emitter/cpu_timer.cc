@@ -189,6 +189,19 @@ int TimerArmInPeriod(ThreadTimer& timer) {
 
 void TimerDelete(int timer_id) { syscall(SYS_timer_delete, timer_id); }
 
+// sigismember(set, signo) == 1 for a valid signo, read from the kernel's
+// layout of the set (bit signo - 1; glibc's and musl's alike): not a libc
+// call bound lazily in the constructor of every process.
+bool SignalInSet(const sigset_t* set, int signo) {
+  constexpr int kBits = 8 * sizeof(unsigned long);
+  unsigned long word;
+  memcpy(&word,
+         reinterpret_cast<const char*>(set) +
+             (signo - 1) / kBits * sizeof(unsigned long),
+         sizeof(word));
+  return ((word >> ((signo - 1) % kBits)) & 1) != 0;
+}
+
 bool HoldsEveryRealtimeSignal(const sigset_t* set) {
   for (int rt = SIGRTMIN; rt <= SIGRTMAX; ++rt) {
     if (sigismember(set, rt) != 1) return false;
@@ -467,11 +480,11 @@ void ArmCurrentThread(bool first_thread = false, pid_t known_tid = 0) {
   // not every real-time signal may be waiting for it: not armed.
   sigset_t mask;
   if (RawSigmask(SIG_BLOCK, nullptr, &mask) != 0 ||
-      (sigismember(&mask, g_signal) == 1 && !HoldsEveryRealtimeSignal(&mask))) {
+      (SignalInSet(&mask, g_signal) && !HoldsEveryRealtimeSignal(&mask))) {
     SkipCurrentThread();
     return;
   }
-  if (sigismember(&mask, g_signal) == 1) {
+  if (SignalInSet(&mask, g_signal)) {
     t_app_blocks_signal = 1;
     sigset_t ours;
     sigemptyset(&ours);
@@ -621,9 +634,8 @@ void CpuTimerInit() {
   struct sigaction action;
   memset(&action, 0, sizeof(action));
   action.sa_sigaction = &OnCpuTimerSignal;
-  action.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&action.sa_mask);
-  g_owner_pid = getpid();
+  action.sa_flags = SA_SIGINFO | SA_RESTART;  // sa_mask: empty (memset)
+  g_owner_pid = static_cast<pid_t>(syscall(SYS_getpid));
   if (NextSigaction()(g_signal, &action, nullptr) != 0) return;
   g_state.store(State::kRunning, std::memory_order_release);
   ArmCurrentThread(/*first_thread=*/true);

@@ -266,7 +266,9 @@ const char* GlibcVersion() {
   return gnu_get_libc_version != nullptr ? gnu_get_libc_version() : nullptr;
 }
 
-bool FramePointerFallback() { return gnu_get_libc_version == nullptr; }
+bool OnGlibc() { return gnu_get_libc_version != nullptr; }
+
+bool FramePointerFallback() { return !OnGlibc(); }
 
 bool LibgccMissing() {
   return g_libgcc_looked_for && g_libgcc.backtrace == nullptr;

@@ -78,6 +78,9 @@ bool LibgccIsSignalSafe();
 // (musl).
 const char* GlibcVersion();
 
+// GlibcVersion() != nullptr, without calling into libc.
+bool OnGlibc();
+
 // True on musl (not glibc): the CFI walker continues through code without
 // unwind tables by finding the return address it was called from
 // (cfi_unwinder.cc, ScanForReturnAddress).

@@ -237,7 +237,7 @@ __attribute__((constructor)) void StartEmitter() {
   StartSession();
   if (!Enabled()) return;
   StartWaitProfiles(SessionConfig().mutex_sample_ns,
-                    SessionConfig().block_sample_ns, GlibcVersion() != nullptr);
+                    SessionConfig().block_sample_ns, OnGlibc());
   if (!TakeOverShadowedAllocator()) NoteIfMallocShadowed();
   RegisterExitAndForkHandlers();
   CpuTimerInit();

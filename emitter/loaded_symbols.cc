@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "emitter/arch/arch.h"
+#include "emitter/plain_string.h"
 
 namespace ringprof {
 namespace emitter {
@@ -23,7 +24,30 @@ struct SymbolTable {
   const ElfW(Half) * versions = nullptr;  // DT_VERSYM
   const ElfW(Verdef) * verdefs = nullptr;
   ElfW(Addr) bias = 0;
+  // gnu_hash's header, decoded once (DecodeGnuHash).
+  uint32_t bucket_count = 0;
+  uint32_t symbol_offset = 0;
+  uint32_t bloom_size = 0;
+  uint32_t bloom_shift = 0;
+  const ElfW(Addr) * bloom = nullptr;
+  const uint32_t* buckets = nullptr;
+  const uint32_t* chain = nullptr;  // indexed by symbol index
 };
+
+// Fills the table's GNU hash fields from its header; a table with no
+// buckets or no Bloom filter words finds nothing (bucket_count 0).
+void DecodeGnuHash(SymbolTable* table) {
+  const uint32_t* header = table->gnu_hash;
+  if (header == nullptr || header[0] == 0 || header[2] == 0) return;
+  table->bucket_count = header[0];
+  table->symbol_offset = header[1];
+  table->bloom_size = header[2];
+  table->bloom_shift = header[3];
+  table->bloom = reinterpret_cast<const ElfW(Addr)*>(header + 4);
+  table->buckets =
+      reinterpret_cast<const uint32_t*>(table->bloom + table->bloom_size);
+  table->chain = table->buckets + table->bucket_count - table->symbol_offset;
+}
 
 bool ReadSymbolTable(const dl_phdr_info& info, SymbolTable* table) {
   const ElfW(Dyn)* dynamic = DynamicSection(info);
@@ -55,6 +79,7 @@ bool ReadSymbolTable(const dl_phdr_info& info, SymbolTable* table) {
         break;
     }
   }
+  DecodeGnuHash(table);
   return table->symbols != nullptr && table->strings != nullptr &&
          (table->gnu_hash != nullptr || table->sysv_hash != nullptr);
 }
@@ -102,7 +127,7 @@ bool Matches(const SymbolTable& table, uint32_t index,
       binding != STB_GNU_UNIQUE) {
     return false;
   }
-  if (strcmp(table.strings + symbol.st_name, request.name) != 0) return false;
+  if (!SameString(table.strings + symbol.st_name, request.name)) return false;
   const ElfW(Half) version =
       table.versions != nullptr ? table.versions[index] : VER_NDX_GLOBAL;
   const ElfW(Half) version_index = version & 0x7fff;
@@ -112,29 +137,22 @@ bool Matches(const SymbolTable& table, uint32_t index,
   }
   if (version_index <= VER_NDX_GLOBAL) return false;
   const char* name = VersionName(table, version_index);
-  return name != nullptr && strcmp(name, request.version) == 0;
+  return name != nullptr && SameString(name, request.version);
 }
 
 // The index of the request's definition in `table`, or 0.
 uint32_t FindInGnuHash(const SymbolTable& table, const SymbolRequest& request,
                        uint32_t hash) {
-  const uint32_t* header = table.gnu_hash;
-  const uint32_t bucket_count = header[0];
-  const uint32_t symbol_offset = header[1];
-  const uint32_t bloom_size = header[2];
-  const uint32_t bloom_shift = header[3];
-  if (bucket_count == 0 || bloom_size == 0) return 0;
-  const auto* bloom = reinterpret_cast<const ElfW(Addr)*>(header + 4);
+  if (table.bucket_count == 0) return 0;
   constexpr uint32_t kBits = sizeof(ElfW(Addr)) * 8;
-  const ElfW(Addr) word = bloom[(hash / kBits) % bloom_size];
-  const ElfW(Addr) mask = (ElfW(Addr){1} << (hash % kBits)) |
-                          (ElfW(Addr){1} << ((hash >> bloom_shift) % kBits));
+  const ElfW(Addr) word = table.bloom[(hash / kBits) % table.bloom_size];
+  const ElfW(Addr) mask =
+      (ElfW(Addr){1} << (hash % kBits)) |
+      (ElfW(Addr){1} << ((hash >> table.bloom_shift) % kBits));
   if ((word & mask) != mask) return 0;
-  const uint32_t* buckets =
-      reinterpret_cast<const uint32_t*>(bloom + bloom_size);
-  const uint32_t* chain = buckets + bucket_count - symbol_offset;
-  uint32_t index = buckets[hash % bucket_count];
-  if (index < symbol_offset) return 0;
+  const uint32_t* chain = table.chain;
+  uint32_t index = table.buckets[hash % table.bucket_count];
+  if (index < table.symbol_offset) return 0;
   for (;; ++index) {
     const uint32_t entry = chain[index];
     if ((entry | 1) == (hash | 1) && Matches(table, index, request)) {
@@ -176,14 +194,10 @@ ObjectSpan SpanOf(const dl_phdr_info& info) {
   return {reinterpret_cast<const void*>(info.dlpi_addr + lowest), holds_self};
 }
 
-const char* FileName(const char* path) {
-  const char* slash = strrchr(path, '/');
-  return slash != nullptr ? slash + 1 : path;
-}
+const char* FileName(const char* path) { return AfterLastSlash(path); }
 
 bool IsVdso(const char* path) {
-  return strncmp(path, "linux-vdso", 10) == 0 ||
-         strncmp(path, "linux-gate", 10) == 0;
+  return HasPrefix(path, "linux-vdso", 10) || HasPrefix(path, "linux-gate", 10);
 }
 
 // A name's hashes, computed on its first probe of the pass (0: not yet;
@@ -235,7 +249,7 @@ bool Applies(const SymbolRequest& request, const ObjectSpan& span,
       return span.holds_self;
     case SymbolScope::kObjectNamed:
       return request.object_name != nullptr &&
-             strcmp(FileName(path), request.object_name) == 0;
+             SameString(FileName(path), request.object_name);
   }
   return false;
 }
@@ -480,7 +494,7 @@ bool ObjectLoaded(const char* file_name) {
       [](dl_phdr_info* info, size_t, void* data) {
         Search& s = *static_cast<Search*>(data);
         if (info->dlpi_name == nullptr ||
-            strcmp(FileName(info->dlpi_name), s.file_name) != 0) {
+            !SameString(FileName(info->dlpi_name), s.file_name)) {
           return 0;
         }
         s.found = true;
