@@ -38,6 +38,7 @@
 #include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
 #include "emitter/sample_points.h"
+#include "emitter/signal_set.h"
 #include "emitter/stderr_line.h"
 #include "ringfile/format.h"
 
@@ -189,24 +190,10 @@ int TimerArmInPeriod(ThreadTimer& timer) {
 
 void TimerDelete(int timer_id) { syscall(SYS_timer_delete, timer_id); }
 
-// sigismember(set, signo) == 1 for a valid signo, read from the kernel's
-// layout of the set (bit signo - 1; glibc's and musl's alike): not a libc
-// call bound lazily in the constructor of every process.
-bool SignalInSet(const sigset_t* set, int signo) {
-  constexpr int kBits = 8 * sizeof(unsigned long);
-  unsigned long word;
-  memcpy(&word,
-         reinterpret_cast<const char*>(set) +
-             (signo - 1) / kBits * sizeof(unsigned long),
-         sizeof(word));
-  return ((word >> ((signo - 1) % kBits)) & 1) != 0;
-}
-
+// (Around every fork of a shell: the mask interposers ask it of each set
+// that names our signal.)
 bool HoldsEveryRealtimeSignal(const sigset_t* set) {
-  for (int rt = SIGRTMIN; rt <= SIGRTMAX; ++rt) {
-    if (sigismember(set, rt) != 1) return false;
-  }
-  return true;
+  return SignalRangeInSet(set, SIGRTMIN, SIGRTMAX);
 }
 
 // The kernel's signal mask, past our pthread_sigmask/sigprocmask
