@@ -1,7 +1,10 @@
 // Every record type written by RingWriter comes back intact from RingReader,
 // and the reader's accounting (lapped, dropped, unknown, stalled) is exact.
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -575,6 +578,67 @@ TEST(WriterCreateTest, ReserveAsWrittenReservesChunksAsTheAppendsReachThem) {
   }
   // 0..9 from ring 1, 1512..2535 from ring 0.
   EXPECT_EQ(sum, 45u + (1512u + 2535u) * 1024u / 2);
+  writer.Close();
+  unlink(path.c_str());
+}
+
+// Pages of the file at `path` in the page cache (mincore on a mapping of
+// it), or -1.
+int64_t CachedPages(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  int64_t cached = -1;
+  if (fstat(fd, &st) == 0) {
+    const size_t size = static_cast<size_t>(st.st_size);
+    void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    const size_t page = static_cast<size_t>(getpagesize());
+    std::vector<unsigned char> resident((size + page - 1) / page);
+    if (map != MAP_FAILED && mincore(map, size, resident.data()) == 0) {
+      cached = 0;
+      for (unsigned char r : resident) cached += r & 1;
+    }
+    if (map != MAP_FAILED) munmap(map, size);
+  }
+  close(fd);
+  return cached;
+}
+
+// On a disk filesystem the kernel reads around each fault on a file
+// mapping (the device's read_ahead_kb, up to MiBs), holes included: a
+// lazily reserved ring brings into memory only the header and the chunks
+// its appends reached, not the rest of the file.
+TEST(WriterCreateTest, ReserveAsWrittenDoesNotReadAroundOnADiskFilesystem) {
+  const std::string path = TempRingPath("read-around");
+  const std::string dir = path.substr(0, path.rfind('/'));
+  struct statfs fs;
+  ASSERT_EQ(statfs(dir.c_str(), &fs), 0);
+  constexpr int64_t kTmpfsMagic = 0x01021994;  // no read-around there
+  if (static_cast<int64_t>(fs.f_type) == kTmpfsMagic) {
+    GTEST_SKIP() << dir << " is tmpfs";
+  }
+  WriterOptions options = TestWriterOptions(path);
+  options.populate = false;
+  options.reserve_as_written = true;
+  options.ring_count = 4;
+  options.slots_per_ring = 1024;
+  options.slot_size = 2048;  // 8 MiB of slots, as the emitter's default
+  RingWriter writer;
+  ASSERT_EQ(writer.Create(options), 0);
+  for (uint64_t i = 0; i < 10; ++i) {
+    LostSamples record = {};
+    record.samples = i;
+    ASSERT_TRUE(AppendFixed(writer, RecordType::kLostSamples, record, 1));
+  }
+  const int64_t page = getpagesize();
+  const int64_t touched =
+      (static_cast<int64_t>(SlotsOffsetFor(options.ring_count)) +
+       static_cast<int64_t>(kReserveChunkBytes) + page - 1) /
+      page;
+  const int64_t cached = CachedPages(path);
+  ASSERT_GE(cached, 0);
+  EXPECT_LE(cached, touched + 2)
+      << "of " << FileSizeFor(4, 1024, 2048) / page << " pages";
   writer.Close();
   unlink(path.c_str());
 }
