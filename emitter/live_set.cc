@@ -13,6 +13,10 @@ namespace ringprof {
 namespace emitter {
 
 RINGPROF_LARGE_TABLE std::atomic<uint8_t> g_live_filter[1u << kLiveFilterBits];
+// Page-aligned: every free's first load stays on one page.
+alignas(4096) RINGPROF_LARGE_TABLE
+    std::atomic<uint8_t> g_live_filter_summary[1u << (kLiveFilterBits -
+                                                      kLiveFilterSummaryShift)];
 
 namespace {
 
@@ -95,19 +99,32 @@ void PushEntry(uint32_t entry) {
   }
 }
 
-bool FilterAdd(uint64_t address) {
-  std::atomic<uint8_t>& cell = g_live_filter[LiveFilterCell(address)];
-  uint8_t seen = cell.load(std::memory_order_relaxed);
+// Adds one to a counter unless it is saturated (then false).
+bool CountUp(std::atomic<uint8_t>& counter) {
+  uint8_t seen = counter.load(std::memory_order_relaxed);
   do {
-    if (seen == 0xff) return false;  // saturated: do not track
-  } while (
-      !cell.compare_exchange_weak(seen, seen + 1, std::memory_order_relaxed));
+    if (seen == 0xff) return false;
+  } while (!counter.compare_exchange_weak(seen, seen + 1,
+                                          std::memory_order_relaxed));
   return true;
 }
 
+// Both counters of `address` up, or neither (saturated: do not track).
+bool FilterAdd(uint64_t address) {
+  const uint32_t cell = LiveFilterCell(address);
+  std::atomic<uint8_t>& summary =
+      g_live_filter_summary[cell >> kLiveFilterSummaryShift];
+  if (!CountUp(summary)) return false;
+  if (CountUp(g_live_filter[cell])) return true;
+  summary.fetch_sub(1, std::memory_order_relaxed);
+  return false;
+}
+
 void FilterRemove(uint64_t address) {
-  g_live_filter[LiveFilterCell(address)].fetch_sub(1,
-                                                   std::memory_order_relaxed);
+  const uint32_t cell = LiveFilterCell(address);
+  g_live_filter[cell].fetch_sub(1, std::memory_order_relaxed);
+  g_live_filter_summary[cell >> kLiveFilterSummaryShift].fetch_sub(
+      1, std::memory_order_relaxed);
 }
 
 bool IndexInsert(uint64_t address, uint32_t entry) {

@@ -100,6 +100,33 @@ TEST_F(LiveSetTest, PinnedCellOutlivesSamplesSharingIt) {
   EXPECT_FALSE(Untrack(pinned));    // never a sample
 }
 
+// A sample is tracked in both the summary and its filter cell or in
+// neither: when the summary counter of a group of cells saturates (255
+// live samples in it) the next sample there is refused and leaves its own
+// cell untouched, and removals take both back to zero.
+TEST_F(LiveSetTest, SaturatedSummaryRefusesWithoutTouchingTheCell) {
+  // A group no other test uses (cells 0x18000 to 0x1801f), the same cells
+  // again every 2^38 bytes.
+  const uint64_t base = (uint64_t{1} << 38) + (uint64_t{0x18000} << 4);
+  ASSERT_EQ(LiveFilterCell(base), 0x18000u);
+  auto address = [&](uint64_t i) {
+    return base + 16 * (i % 32) + ((i / 32) << 38);
+  };
+  ASSERT_EQ(LiveFilterCell(address(255)), 0x1801fu);
+  ASSERT_FALSE(MaybeLive(address(255)));
+  for (uint64_t i = 0; i < 255; ++i) ASSERT_TRUE(Track(address(i))) << i;
+  // The 256th, in a cell of its own within the group (i % 32 == 31 holds
+  // only 7 samples), is refused by the saturated summary.
+  EXPECT_FALSE(Track(address(255)));
+  EXPECT_TRUE(MaybeLive(address(255)));  // its cell is shared, a "maybe"
+  for (uint64_t i = 0; i < 255; ++i) ASSERT_TRUE(Untrack(address(i))) << i;
+  // Nothing left over: neither counter kept the refused sample.
+  EXPECT_FALSE(MaybeLive(address(255)));
+  EXPECT_TRUE(Track(address(255)));
+  EXPECT_TRUE(Untrack(address(255)));
+  EXPECT_FALSE(MaybeLive(address(255)));
+}
+
 TEST_F(LiveSetTest, ReallocFailureRestoresTheEntry) {
   const uint64_t address = Address(2, 0);
   ASSERT_TRUE(Track(address));
