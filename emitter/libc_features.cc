@@ -182,6 +182,10 @@ void OpenLibgcc(bool only_if_loaded) {
 // constructor in lifecycle.cc): allocations made here are forwarded, never
 // sampled.
 __attribute__((constructor(101))) void ResolveLibcFeatures() {
+  // The library's first constructor: the environment's RINGPROF_* entries
+  // are noted here (config.h), a write before any read of that memory (a
+  // zero page read first would fault twice).
+  RefreshRingprofEnv();
   // RINGPROF_DISABLE=1: nothing is sampled, so nothing is looked up.
   if (DisabledInEnvironment(LookupRingprofEnv)) {
     return;

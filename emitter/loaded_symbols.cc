@@ -140,26 +140,39 @@ bool Matches(const SymbolTable& table, uint32_t index,
   return name != nullptr && SameString(name, request.version);
 }
 
-// The index of the request's definition in `table`, or 0.
-uint32_t FindInGnuHash(const SymbolTable& table, const SymbolRequest& request,
-                       uint32_t hash) {
-  if (table.bucket_count == 0) return 0;
+// Whether the table's Bloom filter lets the name with this GNU hash through
+// (false: the object certainly does not define it).
+bool BloomMayHold(const SymbolTable& table, uint32_t hash) {
+  if (table.bucket_count == 0) return false;
   constexpr uint32_t kBits = sizeof(ElfW(Addr)) * 8;
   const ElfW(Addr) word = table.bloom[(hash / kBits) % table.bloom_size];
   const ElfW(Addr) mask =
       (ElfW(Addr){1} << (hash % kBits)) |
       (ElfW(Addr){1} << ((hash >> table.bloom_shift) % kBits));
-  if ((word & mask) != mask) return 0;
+  return (word & mask) == mask;
+}
+
+// The index of the request's definition in `table`, or 0.
+// The index of the first symbol of the hash's chain whose hash matches
+// `hash` and for which `match(index)` holds, or 0.
+template <typename Match>
+uint32_t FindInGnuChain(const SymbolTable& table, uint32_t hash, Match match) {
+  if (!BloomMayHold(table, hash)) return 0;
   const uint32_t* chain = table.chain;
   uint32_t index = table.buckets[hash % table.bucket_count];
   if (index < table.symbol_offset) return 0;
   for (;; ++index) {
     const uint32_t entry = chain[index];
-    if ((entry | 1) == (hash | 1) && Matches(table, index, request)) {
-      return index;
-    }
+    if ((entry | 1) == (hash | 1) && match(index)) return index;
     if ((entry & 1) != 0) return 0;
   }
+}
+
+uint32_t FindInGnuHash(const SymbolTable& table, const SymbolRequest& request,
+                       uint32_t hash) {
+  return FindInGnuChain(table, hash, [&](uint32_t index) {
+    return Matches(table, index, request);
+  });
 }
 
 uint32_t FindInSysvHash(const SymbolTable& table, const SymbolRequest& request,
@@ -400,8 +413,10 @@ bool PassOverCache(Pass& pass) {
 }
 
 // The objects RecordStartObjects found: written once, then only read.
+// (All zero until recorded: in .bss, no page of it touched before.)
 struct StartObjects {
-  std::atomic<int> count{-1};  // -1: not recorded
+  std::atomic<bool> recorded{false};  // publishes `count` and `objects`
+  int count = 0;
   LoadedObject objects[kMaxStartObjects];
 };
 StartObjects g_start;
@@ -450,17 +465,18 @@ void LookUpSymbols(SymbolRequest* requests, int count) {
 }
 
 bool RecordStartObjects() {
-  if (g_start.count.load(std::memory_order_acquire) >= 0) return true;
+  if (g_start.recorded.load(std::memory_order_acquire)) return true;
   int count = 0;
   dl_iterate_phdr(OnStartObject, &count);
   if (count > kMaxStartObjects) return false;
-  g_start.count.store(count, std::memory_order_release);
+  g_start.count = count;
+  g_start.recorded.store(true, std::memory_order_release);
   return true;
 }
 
 bool LookUpStartSymbols(SymbolRequest* requests, int count) {
-  const int objects = g_start.count.load(std::memory_order_acquire);
-  if (objects < 0) return false;
+  if (!g_start.recorded.load(std::memory_order_acquire)) return false;
+  const int objects = g_start.count;
   // Its callers resolve a name or a few; further names are hashed once per
   // object (a constructor's passes give each its GNU hash).
   constexpr int kHashed = 8;
@@ -471,6 +487,23 @@ bool LookUpStartSymbols(SymbolRequest* requests, int count) {
     if (Probe(pass, object, nullptr)) break;
   }
   return true;
+}
+
+bool MaybeDefinedBeforeSelf(const uint32_t* gnu_hashes, int count) {
+  if (!RecordStartObjects()) return true;
+  for (int i = 0; i < g_start.count; ++i) {
+    const LoadedObject& object = g_start.objects[i];
+    if (object.span.holds_self) return false;
+    if (object.vdso) continue;
+    if (!object.table_ok || object.table.gnu_hash == nullptr) return true;
+    for (int n = 0; n < count; ++n) {
+      if (FindInGnuChain(object.table, gnu_hashes[n],
+                         [](uint32_t) { return true; }) != 0) {
+        return true;
+      }
+    }
+  }
+  return true;  // this code is in none of them
 }
 
 void LookUpSymbolsAtStart(SymbolRequest* requests, int count) {

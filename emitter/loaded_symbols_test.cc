@@ -135,6 +135,16 @@ TEST(LoadedSymbolsTest, BeforeSelfSearchesOnlyObjectsAheadOfThisCode) {
   EXPECT_NE(Look("malloc", SymbolScope::kFirst), nullptr);
 }
 
+TEST(LoadedSymbolsTest, NothingIsAheadOfTheProgram) {
+  // As BeforeSelf finds nothing ahead of this code, the hash-only check
+  // answers "certainly not" for names libc defines and names nobody does.
+  const uint32_t hashes[] = {GnuSymbolHash("malloc"), GnuSymbolHash("free"),
+                             GnuSymbolHash("_Znwm"),
+                             GnuSymbolHash("no_such_symbol_anywhere")};
+  EXPECT_FALSE(MaybeDefinedBeforeSelf(hashes, 4));
+  EXPECT_FALSE(MaybeDefinedBeforeSelf(hashes, 0));
+}
+
 std::string PayloadPath() {
   const char* srcdir = getenv("TEST_SRCDIR");
   const char* workspace = getenv("TEST_WORKSPACE");

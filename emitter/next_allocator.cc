@@ -413,7 +413,10 @@ bool MallocShadowedBy(char* path, size_t path_size) {
   // A definition before the emitter's is the program's malloc. (A non-PIE
   // executable that takes malloc's address has a canonical PLT entry for
   // it, which is no definition: it calls the emitter's malloc.)
+  constexpr uint32_t kMallocHash = GnuSymbolHash("malloc");
+  if (!MaybeDefinedBeforeSelf(&kMallocHash, 1)) return false;
   SymbolRequest request{"malloc", SymbolScope::kBeforeSelf};
+  request.gnu_hash = kMallocHash;
   LookUpSymbolsAtStart(&request, 1);
   if (request.address == nullptr) return false;
   const char* name =
@@ -562,8 +565,11 @@ int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
 
 // Whether an object before the emitter (the program, an earlier preload)
 // defines any entry point. Usually none does: one Bloom-filter probe per
-// name and object says so, without the full lookups below.
+// name and object says so (MaybeDefinedBeforeSelf), without the lookups.
 bool AnyEntryShadowed() {
+  uint32_t hashes[kEntryCount];
+  for (int i = 0; i < kEntryCount; ++i) hashes[i] = EntryHash(i);
+  if (!MaybeDefinedBeforeSelf(hashes, kEntryCount)) return false;
   SymbolRequest requests[kEntryCount];
   for (int i = 0; i < kEntryCount; ++i) {
     requests[i] = {EntryName(i), SymbolScope::kBeforeSelf};
