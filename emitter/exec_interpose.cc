@@ -4,15 +4,16 @@
 // glibc's exec functions call its internal __execve directly, so each public
 // entry point is wrapped on its own; the variadic execl* build their argv on
 // the stack and go through the wrapped execv* ones. Nothing here allocates
-// once the constructor has resolved the next symbols, so a vfork child may
-// call these safely. When the CPU timer is not running each wrapper is a
-// plain forward.
+// or takes a lock (each next definition is looked up on first call among
+// the objects recorded at start), so a vfork child may call these safely.
+// When the CPU timer is not running each wrapper is a plain forward.
 #include <alloca.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "emitter/cpu_timer.h"
 #include "emitter/loaded_symbols.h"
@@ -28,30 +29,33 @@ using ExecvFn = int (*)(const char*, char* const[]);
 using FexecveFn = int (*)(int, char* const[], char* const[]);
 using ExecveatFn = int (*)(int, const char*, char* const[], char* const[], int);
 
-struct NextExec {
-  ExecveFn execve;
-  ExecvFn execv;
-  ExecvFn execvp;
-  ExecveFn execvpe;
-  FexecveFn fexecve;
-  ExecveatFn execveat;
-};
-NextExec g_next;
+// The next definitions, each looked up on its first call (a process that
+// never execs pays nothing), among the objects recorded at start: without
+// the loader's lock and without allocating, so in a vfork child too (which
+// stores what its parent would). Null until looked up; kMissing after a
+// lookup that found nothing.
+void* const kMissing = reinterpret_cast<void*>(~uintptr_t{0});
 
-__attribute__((constructor)) void ResolveNextExec() {
-  SymbolRequest requests[] = {
-      {"execve", SymbolScope::kNext},  {"execv", SymbolScope::kNext},
-      {"execvp", SymbolScope::kNext},  {"execvpe", SymbolScope::kNext},
-      {"fexecve", SymbolScope::kNext}, {"execveat", SymbolScope::kNext},
-  };
-  LookUpSymbolsAtStart(requests, sizeof(requests) / sizeof(requests[0]));
-  g_next.execve = reinterpret_cast<ExecveFn>(requests[0].address);
-  g_next.execv = reinterpret_cast<ExecvFn>(requests[1].address);
-  g_next.execvp = reinterpret_cast<ExecvFn>(requests[2].address);
-  g_next.execvpe = reinterpret_cast<ExecveFn>(requests[3].address);
-  g_next.fexecve = reinterpret_cast<FexecveFn>(requests[4].address);
-  g_next.execveat = reinterpret_cast<ExecveatFn>(requests[5].address);
+template <typename Fn>
+Fn NextExecFunction(std::atomic<void*>& slot, const char* name,
+                    uint32_t gnu_hash) {
+  void* next = slot.load(std::memory_order_acquire);
+  if (next == nullptr) {
+    SymbolRequest request{name, SymbolScope::kNext};
+    request.gnu_hash = gnu_hash;
+    if (!LookUpStartSymbols(&request, 1)) LookUpSymbols(&request, 1);
+    next = request.address != nullptr ? request.address : kMissing;
+    slot.store(next, std::memory_order_release);
+  }
+  return next != kMissing ? reinterpret_cast<Fn>(next) : nullptr;
 }
+
+#define RINGPROF_NEXT_EXEC(name, type)                                    \
+  ([] {                                                                   \
+    static std::atomic<void*> slot{nullptr};                              \
+    constexpr uint32_t kHash = ringprof::emitter::GnuSymbolHash(#name);   \
+    return ringprof::emitter::NextExecFunction<type>(slot, #name, kHash); \
+  }())
 
 // Runs `exec` with the calling thread's CPU timer out of the way; exec only
 // returns on failure, and then the timer is re-armed with errno kept.
@@ -94,39 +98,42 @@ namespace e = ringprof::emitter;
 
 RINGPROF_EXPORT int execve(const char* path, char* const argv[],
                            char* const envp[]) {
-  if (e::g_next.execve == nullptr) return e::Missing();
-  return e::WithTimerQuiesced(
-      [&] { return e::g_next.execve(path, argv, envp); });
+  const auto next = RINGPROF_NEXT_EXEC(execve, e::ExecveFn);
+  if (next == nullptr) return e::Missing();
+  return e::WithTimerQuiesced([&] { return next(path, argv, envp); });
 }
 
 RINGPROF_EXPORT int execv(const char* path, char* const argv[]) {
-  if (e::g_next.execv == nullptr) return e::Missing();
-  return e::WithTimerQuiesced([&] { return e::g_next.execv(path, argv); });
+  const auto next = RINGPROF_NEXT_EXEC(execv, e::ExecvFn);
+  if (next == nullptr) return e::Missing();
+  return e::WithTimerQuiesced([&] { return next(path, argv); });
 }
 
 RINGPROF_EXPORT int execvp(const char* file, char* const argv[]) {
-  if (e::g_next.execvp == nullptr) return e::Missing();
-  return e::WithTimerQuiesced([&] { return e::g_next.execvp(file, argv); });
+  const auto next = RINGPROF_NEXT_EXEC(execvp, e::ExecvFn);
+  if (next == nullptr) return e::Missing();
+  return e::WithTimerQuiesced([&] { return next(file, argv); });
 }
 
 RINGPROF_EXPORT int execvpe(const char* file, char* const argv[],
                             char* const envp[]) {
-  if (e::g_next.execvpe == nullptr) return e::Missing();
-  return e::WithTimerQuiesced(
-      [&] { return e::g_next.execvpe(file, argv, envp); });
+  const auto next = RINGPROF_NEXT_EXEC(execvpe, e::ExecveFn);
+  if (next == nullptr) return e::Missing();
+  return e::WithTimerQuiesced([&] { return next(file, argv, envp); });
 }
 
 RINGPROF_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
-  if (e::g_next.fexecve == nullptr) return e::Missing();
-  return e::WithTimerQuiesced(
-      [&] { return e::g_next.fexecve(fd, argv, envp); });
+  const auto next = RINGPROF_NEXT_EXEC(fexecve, e::FexecveFn);
+  if (next == nullptr) return e::Missing();
+  return e::WithTimerQuiesced([&] { return next(fd, argv, envp); });
 }
 
 RINGPROF_EXPORT int execveat(int dirfd, const char* path, char* const argv[],
                              char* const envp[], int flags) {
-  if (e::g_next.execveat == nullptr) return e::Missing();
+  const auto next = RINGPROF_NEXT_EXEC(execveat, e::ExecveatFn);
+  if (next == nullptr) return e::Missing();
   return e::WithTimerQuiesced(
-      [&] { return e::g_next.execveat(dirfd, path, argv, envp, flags); });
+      [&] { return next(dirfd, path, argv, envp, flags); });
 }
 
 // The variadic forms: argv on the stack (alloca: no allocation, and a vfork
