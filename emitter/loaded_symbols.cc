@@ -489,12 +489,18 @@ bool LookUpStartSymbols(SymbolRequest* requests, int count) {
   return true;
 }
 
-bool MaybeDefinedBeforeSelf(const uint32_t* gnu_hashes, int count) {
-  if (!RecordStartObjects()) return true;
+bool MaybeDefined(SymbolScope scope, const uint32_t* gnu_hashes, int count) {
+  if ((scope != SymbolScope::kBeforeSelf && scope != SymbolScope::kNext) ||
+      !RecordStartObjects()) {
+    return true;
+  }
+  bool self_seen = false;
   for (int i = 0; i < g_start.count; ++i) {
     const LoadedObject& object = g_start.objects[i];
-    if (object.span.holds_self) return false;
-    if (object.vdso) continue;
+    const bool after_self = self_seen;
+    self_seen = self_seen || object.span.holds_self;
+    if (scope == SymbolScope::kBeforeSelf && self_seen) return false;
+    if ((scope == SymbolScope::kNext && !after_self) || object.vdso) continue;
     if (!object.table_ok || object.table.gnu_hash == nullptr) return true;
     for (int n = 0; n < count; ++n) {
       if (FindInGnuChain(object.table, gnu_hashes[n],
@@ -503,7 +509,9 @@ bool MaybeDefinedBeforeSelf(const uint32_t* gnu_hashes, int count) {
       }
     }
   }
-  return true;  // this code is in none of them
+  // kNext: none of the objects after this code's may; kBeforeSelf: this
+  // code is in none of them (it cannot tell).
+  return scope == SymbolScope::kBeforeSelf || !self_seen;
 }
 
 void LookUpSymbolsAtStart(SymbolRequest* requests, int count) {

@@ -112,15 +112,15 @@ bool LookUpStartSymbols(SymbolRequest* requests, int count);
 // emitter itself loads later must answer (libgcc_s.so.1, opened on purpose).
 void LookUpSymbolsAtStart(SymbolRequest* requests, int count);
 
-// Whether an object ahead of the one holding this code (the program, an
-// earlier preload) may define one of the names with these GNU hashes
-// (GnuSymbolHash), by hashes only (Bloom filter, then the hashes of the
-// bucket's chain; no name compared), among the objects loaded at start
-// (recorded first if need be): false is certain; true means maybe (a
-// symbol with the same hash, or it could not tell: an object without a GNU
-// hash table, objects not recorded). For the constructors, like
-// LookUpSymbolsAtStart.
-bool MaybeDefinedBeforeSelf(const uint32_t* gnu_hashes, int count);
+// Whether an object in `scope` (kBeforeSelf: the program, an earlier
+// preload; kNext: the objects after the one holding this code) may define
+// one of the names with these GNU hashes (GnuSymbolHash), by hashes only
+// (Bloom filter, then the hashes of the bucket's chain; no name compared),
+// among the objects loaded at start (recorded first if need be): false is
+// certain; true means maybe (a symbol with the same hash, or it could not
+// tell: an object without a GNU hash table, objects not recorded, another
+// scope). For the constructors, like LookUpSymbolsAtStart.
+bool MaybeDefined(SymbolScope scope, const uint32_t* gnu_hashes, int count);
 
 // A loaded object's dynamic section (PT_DYNAMIC), or null.
 const ElfW(Dyn) * DynamicSection(const dl_phdr_info& info);

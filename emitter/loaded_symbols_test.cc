@@ -141,8 +141,13 @@ TEST(LoadedSymbolsTest, NothingIsAheadOfTheProgram) {
   const uint32_t hashes[] = {GnuSymbolHash("malloc"), GnuSymbolHash("free"),
                              GnuSymbolHash("_Znwm"),
                              GnuSymbolHash("no_such_symbol_anywhere")};
-  EXPECT_FALSE(MaybeDefinedBeforeSelf(hashes, 4));
-  EXPECT_FALSE(MaybeDefinedBeforeSelf(hashes, 0));
+  EXPECT_FALSE(MaybeDefined(SymbolScope::kBeforeSelf, hashes, 4));
+  EXPECT_FALSE(MaybeDefined(SymbolScope::kBeforeSelf, hashes, 0));
+  // After it, libc defines malloc and free; nobody the made-up name.
+  EXPECT_TRUE(MaybeDefined(SymbolScope::kNext, hashes, 4));
+  EXPECT_TRUE(MaybeDefined(SymbolScope::kNext, hashes, 1));
+  EXPECT_FALSE(MaybeDefined(SymbolScope::kNext, hashes + 3, 1));
+  EXPECT_TRUE(MaybeDefined(SymbolScope::kFirst, hashes + 3, 1));  // can't tell
 }
 
 std::string PayloadPath() {

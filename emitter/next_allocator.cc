@@ -262,36 +262,48 @@ void AvoidMuslReentry(SymbolRequest* requests, const void* libc) {
   if (from_libc("valloc")) emulate("valloc", EmulatedValloc);
 }
 
+// Whether an object after the emitter may define an operator new/delete
+// (by hashes only, loaded_symbols.h): in a C program none does, and their
+// twenty lookups are skipped.
+bool NextMayDefineOperatorNew() {
+  uint32_t hashes[kCxxEntryCount];
+  for (int i = 0; i < kCxxEntryCount; ++i) hashes[i] = kCxxEntries[i].hash;
+  return MaybeDefined(SymbolScope::kNext, hashes, kCxxEntryCount);
+}
+
 void ResolveAll() {
   // Nothing reads g_next before g_next_ready is set, but for the stubs'
   // four slots: each is one aligned pointer, stored once.
-  // The C library's object (for AvoidMuslReentry), after the entries.
-  SymbolRequest requests[kCEntryCount + kCxxEntryCount + 1];
+  // The C entries, the C library's object (for AvoidMuslReentry), then
+  // operator new/delete.
+  constexpr int kLibcRequest = kCEntryCount;
+  constexpr int kCxxRequests = kCEntryCount + 1;
+  SymbolRequest requests[kCxxRequests + kCxxEntryCount];
   for (int i = 0; i < kCEntryCount; ++i) {
     requests[i] = {kCEntries[i].name, SymbolScope::kNext};
     requests[i].gnu_hash = kCEntries[i].hash;
   }
+  requests[kLibcRequest] = {"__libc_start_main", SymbolScope::kNext};
   for (int i = 0; i < kCxxEntryCount; ++i) {
-    requests[kCEntryCount + i] = {kCxxEntries[i].name, SymbolScope::kNext};
-    requests[kCEntryCount + i].gnu_hash = kCxxEntries[i].hash;
+    requests[kCxxRequests + i] = {kCxxEntries[i].name, SymbolScope::kNext};
+    requests[kCxxRequests + i].gnu_hash = kCxxEntries[i].hash;
   }
-  requests[kCEntryCount + kCxxEntryCount] = {"__libc_start_main",
-                                             SymbolScope::kNext};
-  LookUpSymbolsAtStart(requests, kCEntryCount + kCxxEntryCount + 1);
+  LookUpSymbolsAtStart(requests, NextMayDefineOperatorNew()
+                                     ? kCxxRequests + kCxxEntryCount
+                                     : kCxxRequests);
   // gnu_get_libc_version is weak (libc_imports.h): null on musl.
   if (gnu_get_libc_version == nullptr) {
-    AvoidMuslReentry(requests,
-                     requests[kCEntryCount + kCxxEntryCount].object_base);
+    AvoidMuslReentry(requests, requests[kLibcRequest].object_base);
   }
   for (int i = 0; i < kCEntryCount; ++i) {
     *kCEntries[i].slot = requests[i].address != nullptr ? requests[i].address
                                                         : kCEntries[i].fallback;
   }
   for (int i = 0; i < kCxxEntryCount; ++i) {
-    *kCxxEntries[i].slot = requests[kCEntryCount + i].address;
+    *kCxxEntries[i].slot = requests[kCxxRequests + i].address;
   }
   g_next_objects.malloc_object = requests[0].object_base;
-  NoteCxxObjects(requests + kCEntryCount);
+  NoteCxxObjects(requests + kCxxRequests);
   ClassifyOperatorNew();
 }
 
@@ -414,7 +426,7 @@ bool MallocShadowedBy(char* path, size_t path_size) {
   // executable that takes malloc's address has a canonical PLT entry for
   // it, which is no definition: it calls the emitter's malloc.)
   constexpr uint32_t kMallocHash = GnuSymbolHash("malloc");
-  if (!MaybeDefinedBeforeSelf(&kMallocHash, 1)) return false;
+  if (!MaybeDefined(SymbolScope::kBeforeSelf, &kMallocHash, 1)) return false;
   SymbolRequest request{"malloc", SymbolScope::kBeforeSelf};
   request.gnu_hash = kMallocHash;
   LookUpSymbolsAtStart(&request, 1);
@@ -565,11 +577,13 @@ int PatchObject(struct dl_phdr_info* info, size_t, void* data) {
 
 // Whether an object before the emitter (the program, an earlier preload)
 // defines any entry point. Usually none does: one Bloom-filter probe per
-// name and object says so (MaybeDefinedBeforeSelf), without the lookups.
+// name and object says so (MaybeDefined), without the lookups.
 bool AnyEntryShadowed() {
   uint32_t hashes[kEntryCount];
   for (int i = 0; i < kEntryCount; ++i) hashes[i] = EntryHash(i);
-  if (!MaybeDefinedBeforeSelf(hashes, kEntryCount)) return false;
+  if (!MaybeDefined(SymbolScope::kBeforeSelf, hashes, kEntryCount)) {
+    return false;
+  }
   SymbolRequest requests[kEntryCount];
   for (int i = 0; i < kEntryCount; ++i) {
     requests[i] = {EntryName(i), SymbolScope::kBeforeSelf};
