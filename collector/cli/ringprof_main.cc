@@ -8,6 +8,7 @@
 //
 // See collector/README.md for every flag and the output layout.
 #include <dirent.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/prctl.h>
 
@@ -118,7 +119,29 @@ int Main(int argc, char** argv) {
 }  // namespace collector
 }  // namespace ringprof
 
+namespace {
+
+// The collector allocates in bursts (a window's profiles, a module's symbol
+// table) on two threads. glibc's defaults give each thread an arena that
+// grows a page range at a time (one mprotect each: hundreds per build) and
+// hand blocks of 128 KiB and more to mmap, so every large buffer is
+// faulted in afresh. One arena that grows 8 MiB at a time, keeps up to
+// 32 MiB free before returning it, and serves blocks below 32 MiB from the
+// heap does the same work with a fraction of the system calls and page
+// faults. The profiled programs are not affected (they exec).
+void TuneAllocator() {
+#ifdef __GLIBC__
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_TOP_PAD, 8 << 20);
+  mallopt(M_TRIM_THRESHOLD, 32 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  TuneAllocator();  // before any thread exists
   // Before any secret is read: a non-dumpable process's /proc/<pid>/environ
   // and memory are not readable by other processes of the same uid (a
   // profiled workload), and it writes no core dump. Programs it execs start
