@@ -217,6 +217,7 @@ absl::Time RingDrainer::NextPoll(const Ring& ring, absl::Time now,
 
 void RingDrainer::Publish(DrainedBatch batch) {
   queue_->Push(std::move(batch), /*notify=*/!in_round_);
+  published_in_round_ |= in_round_;
 }
 
 RingDrainer::ScopedRound::ScopedRound(RingDrainer* drainer)
@@ -226,7 +227,10 @@ RingDrainer::ScopedRound::ScopedRound(RingDrainer* drainer)
 
 RingDrainer::ScopedRound::~ScopedRound() {
   drainer_->in_round_ = false;
-  drainer_->queue_->Notify();
+  // Only after pushes: a wake-up for nothing costs the consumer a futex
+  // wait.
+  if (drainer_->published_in_round_) drainer_->queue_->Notify();
+  drainer_->published_in_round_ = false;
 }
 
 void RingDrainer::RunOnce(bool wait) {

@@ -217,6 +217,7 @@ class RingDrainer {
   std::atomic<uint64_t> polls_{0};
   std::atomic<bool> poll_all_{false};  // set by Wake()
   bool in_round_ = false;  // inside RunOnce: Publish defers the wake-up
+  bool published_in_round_ = false;
 };
 
 }  // namespace collector
