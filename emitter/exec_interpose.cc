@@ -33,29 +33,47 @@ using ExecveatFn = int (*)(int, const char*, char* const[], char* const[], int);
 // never execs pays nothing), among the objects recorded at start: without
 // the loader's lock and without allocating, so in a vfork child too (which
 // stores what its parent would). Null until looked up; kMissing after a
-// lookup that found nothing.
+// lookup that found nothing. Where the objects could not be recorded (more
+// than kMaxStartObjects), all are looked up by the constructor instead: a
+// lookup then takes the loader's lock, which a vfork child must not.
+enum NextExecIndex : int {
+  kExecve,
+  kExecv,
+  kExecvp,
+  kExecvpe,
+  kFexecve,
+  kExecveat,
+  kNextExecCount
+};
+constexpr const char* kNextExecNames[kNextExecCount] = {
+    "execve", "execv", "execvp", "execvpe", "fexecve", "execveat"};
+std::atomic<void*> g_next_exec[kNextExecCount];
 void* const kMissing = reinterpret_cast<void*>(~uintptr_t{0});
 
-template <typename Fn>
-Fn NextExecFunction(std::atomic<void*>& slot, const char* name,
-                    uint32_t gnu_hash) {
-  void* next = slot.load(std::memory_order_acquire);
-  if (next == nullptr) {
-    SymbolRequest request{name, SymbolScope::kNext};
-    request.gnu_hash = gnu_hash;
-    if (!LookUpStartSymbols(&request, 1)) LookUpSymbols(&request, 1);
-    next = request.address != nullptr ? request.address : kMissing;
-    slot.store(next, std::memory_order_release);
+void* ResolveNextExec(int index, bool at_start) {
+  SymbolRequest request{kNextExecNames[index], SymbolScope::kNext};
+  request.gnu_hash = GnuSymbolHash(kNextExecNames[index]);
+  if (at_start || !LookUpStartSymbols(&request, 1)) {
+    LookUpSymbols(&request, 1);
   }
+  void* const next = request.address != nullptr ? request.address : kMissing;
+  g_next_exec[index].store(next, std::memory_order_release);
+  return next;
+}
+
+template <typename Fn>
+Fn NextExec(int index) {
+  void* next = g_next_exec[index].load(std::memory_order_acquire);
+  if (next == nullptr) next = ResolveNextExec(index, /*at_start=*/false);
   return next != kMissing ? reinterpret_cast<Fn>(next) : nullptr;
 }
 
-#define RINGPROF_NEXT_EXEC(name, type)                                    \
-  ([] {                                                                   \
-    static std::atomic<void*> slot{nullptr};                              \
-    constexpr uint32_t kHash = ringprof::emitter::GnuSymbolHash(#name);   \
-    return ringprof::emitter::NextExecFunction<type>(slot, #name, kHash); \
-  }())
+__attribute__((constructor)) void ResolveNextExecIfNotRecorded() {
+  if (RecordStartObjects()) return;
+  for (int i = 0; i < kNextExecCount; ++i) {
+    ResolveNextExec(i, /*at_start=*/true);
+  }
+}
 
 // Runs `exec` with the calling thread's CPU timer out of the way; exec only
 // returns on failure, and then the timer is re-armed with errno kept.
@@ -98,39 +116,39 @@ namespace e = ringprof::emitter;
 
 RINGPROF_EXPORT int execve(const char* path, char* const argv[],
                            char* const envp[]) {
-  const auto next = RINGPROF_NEXT_EXEC(execve, e::ExecveFn);
+  const auto next = e::NextExec<e::ExecveFn>(e::kExecve);
   if (next == nullptr) return e::Missing();
   return e::WithTimerQuiesced([&] { return next(path, argv, envp); });
 }
 
 RINGPROF_EXPORT int execv(const char* path, char* const argv[]) {
-  const auto next = RINGPROF_NEXT_EXEC(execv, e::ExecvFn);
+  const auto next = e::NextExec<e::ExecvFn>(e::kExecv);
   if (next == nullptr) return e::Missing();
   return e::WithTimerQuiesced([&] { return next(path, argv); });
 }
 
 RINGPROF_EXPORT int execvp(const char* file, char* const argv[]) {
-  const auto next = RINGPROF_NEXT_EXEC(execvp, e::ExecvFn);
+  const auto next = e::NextExec<e::ExecvFn>(e::kExecvp);
   if (next == nullptr) return e::Missing();
   return e::WithTimerQuiesced([&] { return next(file, argv); });
 }
 
 RINGPROF_EXPORT int execvpe(const char* file, char* const argv[],
                             char* const envp[]) {
-  const auto next = RINGPROF_NEXT_EXEC(execvpe, e::ExecveFn);
+  const auto next = e::NextExec<e::ExecveFn>(e::kExecvpe);
   if (next == nullptr) return e::Missing();
   return e::WithTimerQuiesced([&] { return next(file, argv, envp); });
 }
 
 RINGPROF_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
-  const auto next = RINGPROF_NEXT_EXEC(fexecve, e::FexecveFn);
+  const auto next = e::NextExec<e::FexecveFn>(e::kFexecve);
   if (next == nullptr) return e::Missing();
   return e::WithTimerQuiesced([&] { return next(fd, argv, envp); });
 }
 
 RINGPROF_EXPORT int execveat(int dirfd, const char* path, char* const argv[],
                              char* const envp[], int flags) {
-  const auto next = RINGPROF_NEXT_EXEC(execveat, e::ExecveatFn);
+  const auto next = e::NextExec<e::ExecveatFn>(e::kExecveat);
   if (next == nullptr) return e::Missing();
   return e::WithTimerQuiesced(
       [&] { return next(dirfd, path, argv, envp, flags); });
