@@ -5,16 +5,27 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringprof {
 namespace collector {
+namespace {
+
+// Hidden names count: the emitter names files after the service, and a
+// service (or executable) may start with a dot.
+bool IsRingName(const char* name) {
+  return absl::EndsWith(name, ".ring") && std::strlen(name) > 5;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<RingDirWatcher>> RingDirWatcher::Create(
     const std::string& dir, absl::Duration rescan_interval) {
@@ -54,7 +65,8 @@ void RingDirWatcher::Wake() {
 }
 
 std::vector<std::string> RingDirWatcher::Wait(absl::Duration timeout) {
-  bool activity = false;
+  std::vector<std::string> found;
+  bool overflow = false;
   pollfd pfds[2];
   nfds_t count = 0;
   if (inotify_fd_ >= 0) pfds[count++] = {inotify_fd_, POLLIN, 0};
@@ -69,8 +81,7 @@ std::vector<std::string> RingDirWatcher::Wait(absl::Duration timeout) {
     for (nfds_t i = 0; i < count; ++i) {
       if ((pfds[i].revents & POLLIN) == 0) continue;
       if (pfds[i].fd == inotify_fd_) {
-        alignas(inotify_event) char buffer[4096];
-        while (::read(inotify_fd_, buffer, sizeof(buffer)) > 0) activity = true;
+        overflow |= ReadEvents(&found);
       } else {
         uint64_t wakes;
         [[maybe_unused]] const ssize_t n =
@@ -79,9 +90,43 @@ std::vector<std::string> RingDirWatcher::Wait(absl::Duration timeout) {
     }
   }
   const absl::Time now = absl::Now();
-  if (!activity && now < next_scan_) return {};
-  next_scan_ = now + rescan_interval_;
-  return Scan();
+  if (overflow || now >= next_scan_) {
+    next_scan_ = now + rescan_interval_;
+    std::vector<std::string> listed = Scan();
+    found.insert(found.end(), std::make_move_iterator(listed.begin()),
+                 std::make_move_iterator(listed.end()));
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+bool RingDirWatcher::ReadEvents(std::vector<std::string>* found) {
+  bool overflow = false;
+  alignas(inotify_event) char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(inotify_fd_, buffer, sizeof(buffer))) > 0) {
+    size_t at = 0;
+    while (at + sizeof(inotify_event) <= static_cast<size_t>(n)) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+      at += sizeof(inotify_event) + event->len;
+      if ((event->mask & IN_Q_OVERFLOW) != 0) overflow = true;
+      if (event->len == 0 || (event->mask & IN_ISDIR) != 0 ||
+          at > static_cast<size_t>(n)) {
+        continue;
+      }
+      // The kernel pads the name with NULs.
+      const std::string name(event->name, strnlen(event->name, event->len));
+      if (!IsRingName(name.c_str())) continue;
+      std::string path = absl::StrCat(dir_, "/", name);
+      if (known_.contains(path)) continue;
+      // As the listing's d_type: only regular files (never open a FIFO).
+      struct stat st;
+      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      known_.insert(path);
+      found->push_back(std::move(path));
+    }
+  }
+  return overflow;
 }
 
 std::vector<std::string> RingDirWatcher::Scan() {
@@ -90,9 +135,7 @@ std::vector<std::string> RingDirWatcher::Scan() {
   if (d == nullptr) return found;
   while (dirent* entry = ::readdir(d)) {
     const char* name = entry->d_name;
-    // Hidden names count: the emitter names files after the service, and a
-    // service (or executable) may start with a dot.
-    if (!absl::EndsWith(name, ".ring") || std::strlen(name) <= 5) continue;
+    if (!IsRingName(name)) continue;
     if (entry->d_type != DT_REG && entry->d_type != DT_UNKNOWN) continue;
     std::string path = absl::StrCat(dir_, "/", name);
     if (known_.insert(path).second) found.push_back(std::move(path));

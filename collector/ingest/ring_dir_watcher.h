@@ -2,6 +2,9 @@
 // appear in a directory. Uses inotify when the kernel offers it and always
 // rescans the directory every `rescan_interval` as well, because inotify is
 // absent or incomplete on some file systems (gVisor's shared mounts, NFS).
+// An event adds the file it names; only the periodic rescan (or an
+// overflowed event queue) lists the directory, so a busy directory costs
+// no listing per event.
 //
 // Thread-compatible: one thread (the drainer) owns it; Wake() may be called
 // from any thread.
@@ -27,7 +30,8 @@ class RingDirWatcher {
 
   // Waits up to `timeout` for directory activity (returns early on an
   // inotify event or a Wake()), then returns the paths of ring files not
-  // returned before.
+  // returned before: those the events name (regular files only), and the
+  // listing's when a rescan is due or the event queue overflowed.
   std::vector<std::string> Wait(absl::Duration timeout);
 
   // Ends the current Wait, or the next one, at once. Thread-safe.
@@ -49,6 +53,9 @@ class RingDirWatcher {
  private:
   RingDirWatcher(std::string dir, absl::Duration rescan_interval);
   std::vector<std::string> Scan();
+  // Drains the inotify queue, appending new ring files the events name;
+  // true when the queue overflowed (events were lost: list the directory).
+  bool ReadEvents(std::vector<std::string>* found);
 
   const std::string dir_;
   const absl::Duration rescan_interval_;
