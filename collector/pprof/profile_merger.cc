@@ -85,9 +85,25 @@ Profile ProfileMerger::Build() const {
     }
     p = merged.Build();
   }
-  p.set_time_nanos(spec_.time_nanos);
-  p.set_duration_nanos(std::max<int64_t>(0, end_nanos_ - spec_.time_nanos));
+  SetSpan(&p);
   return p;
+}
+
+Profile ProfileMerger::Finish() {
+  if (builder_ == nullptr) return Profile();
+  for (const auto& [series, latest] : latest_) {
+    // Checked when it was added.
+    builder_->AddProfile(*latest, snapshot_columns_).IgnoreError();
+  }
+  Profile p = builder_->Build();
+  SetSpan(&p);
+  *this = ProfileMerger(limits_);
+  return p;
+}
+
+void ProfileMerger::SetSpan(Profile* p) const {
+  p->set_time_nanos(spec_.time_nanos);
+  p->set_duration_nanos(std::max<int64_t>(0, end_nanos_ - spec_.time_nanos));
 }
 
 }  // namespace collector

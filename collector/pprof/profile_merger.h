@@ -40,8 +40,15 @@ class ProfileMerger {
   bool empty() const { return builder_ == nullptr; }
   // Covers [earliest time_nanos, latest time_nanos + duration_nanos).
   perftools::profiles::Profile Build() const;
+  // The same profile as Build(), built for the last time: the snapshot
+  // profiles go into the merger's own builder instead of a copy of it (no
+  // copy of everything merged), and the merger is left empty.
+  perftools::profiles::Profile Finish();
 
  private:
+  // Sets `p`'s time_nanos and duration_nanos to the merged span.
+  void SetSpan(perftools::profiles::Profile* p) const;
+
   // `shared`: `profile` itself when the caller shares it, else null.
   absl::Status Add(const perftools::profiles::Profile& profile,
                    const std::string& series,

@@ -57,6 +57,7 @@ class NameTable {
     return Intern(owned_.back());
   }
   absl::string_view Name(int id) const { return names_[id]; }
+  int size() const { return static_cast<int>(names_.size()); }
 
  private:
   absl::flat_hash_map<absl::string_view, int> ids_;
@@ -276,9 +277,12 @@ std::string DiffColor(double target_share, double base_share) {
 }
 
 // Pre-order flattening of `tree` with pruning; with `base`, each node also
-// gets the values of the same call path in `base` and its diff colour.
+// gets the values of the same call path in `base` and its diff colour. With
+// `name_ids`, the nodes' functions are left empty and their ids in `names`
+// are appended there instead (no copy of each name).
 std::vector<FlameGraphNode> Flatten(const CallTree& tree, const CallTree* base,
-                                    const NameTable& names, size_t node_count) {
+                                    const NameTable& names, size_t node_count,
+                                    std::vector<int>* name_ids = nullptr) {
   const int64_t threshold = PruneThreshold(tree, node_count);
   std::vector<FlameGraphNode> out;
   size_t kept = 0;  // closed under ancestors: every node above the threshold
@@ -286,6 +290,7 @@ std::vector<FlameGraphNode> Flatten(const CallTree& tree, const CallTree* base,
     kept += tree.node(static_cast<int>(i)).total >= threshold;
   }
   out.reserve(kept);
+  if (name_ids != nullptr) name_ids->reserve(kept);
   struct Pending {
     int node;
     int base_node;
@@ -302,7 +307,11 @@ std::vector<FlameGraphNode> Flatten(const CallTree& tree, const CallTree* base,
     FlameGraphNode& flat = out.emplace_back();
     flat.parent = pending.parent;
     flat.depth = pending.depth;
-    flat.function = std::string(names.Name(node.name));
+    if (name_ids != nullptr) {
+      name_ids->push_back(node.name);
+    } else {
+      flat.function = std::string(names.Name(node.name));
+    }
     flat.total = node.total;
     flat.self = node.self;
     if (base != nullptr) {
@@ -487,15 +496,13 @@ std::string FormatValue(int64_t value, absl::string_view unit) {
 // ---------------------------------------------------------------------------
 // The page.
 
-std::string TreeJson(const std::vector<FlameGraphNode>& nodes, bool diff,
+// The page's data. `names` are the distinct function names in order of
+// first appearance among `nodes`; `name_ids[i]` is node i's index in them.
+std::string TreeJson(const std::vector<FlameGraphNode>& nodes,
+                     const std::vector<absl::string_view>& names,
+                     const std::vector<int>& name_ids, bool diff,
                      const std::string& title, const TypeAndUnit& type,
                      int64_t base_total) {
-  NameTable names;
-  std::vector<int> name_ids;
-  name_ids.reserve(nodes.size());
-  for (const FlameGraphNode& node : nodes) {
-    name_ids.push_back(names.Intern(node.function));
-  }
   std::string json = "{\"title\":";
   AppendJsonString(title, &json);
   json += ",\"type\":";
@@ -504,11 +511,9 @@ std::string TreeJson(const std::vector<FlameGraphNode>& nodes, bool diff,
   AppendJsonString(type.unit, &json);
   absl::StrAppend(&json, ",\"diff\":", diff ? "true" : "false",
                   ",\"baseTotal\":", base_total, ",\n\"names\":[");
-  int name_count = 0;
-  for (int id : name_ids) name_count = std::max(name_count, id + 1);
-  for (int id = 0; id < name_count; ++id) {
+  for (size_t id = 0; id < names.size(); ++id) {
     if (id > 0) json += ",\n";
-    AppendJsonString(names.Name(id), &json);
+    AppendJsonString(names[id], &json);
   }
   json += "],\n\"nodes\":[";
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -523,6 +528,40 @@ std::string TreeJson(const std::vector<FlameGraphNode>& nodes, bool diff,
   }
   json += "]}";
   return json;
+}
+
+// The same for nodes that name their functions.
+std::string TreeJson(const std::vector<FlameGraphNode>& nodes, bool diff,
+                     const std::string& title, const TypeAndUnit& type,
+                     int64_t base_total) {
+  NameTable table;
+  std::vector<int> name_ids;
+  name_ids.reserve(nodes.size());
+  for (const FlameGraphNode& node : nodes) {
+    name_ids.push_back(table.Intern(node.function));
+  }
+  std::vector<absl::string_view> names;
+  names.reserve(table.size());
+  for (int id = 0; id < table.size(); ++id) names.push_back(table.Name(id));
+  return TreeJson(nodes, names, name_ids, diff, title, type, base_total);
+}
+
+// The same for nodes flattened with `tree_ids` (Flatten's name_ids): ids in
+// `table`, renumbered in order of first appearance.
+std::string TreeJsonOfIds(const std::vector<FlameGraphNode>& nodes,
+                          const NameTable& table, std::vector<int> tree_ids,
+                          const std::string& title, const TypeAndUnit& type) {
+  std::vector<int> dense(table.size(), -1);
+  std::vector<absl::string_view> names;
+  for (int& id : tree_ids) {
+    if (dense[id] < 0) {
+      dense[id] = static_cast<int>(names.size());
+      names.push_back(table.Name(id));
+    }
+    id = dense[id];
+  }
+  return TreeJson(nodes, names, tree_ids, /*diff=*/false, title, type,
+                  /*base_total=*/0);
 }
 
 // The page (flamegraph.html with flamegraph.css and flamegraph.js put in,
@@ -731,9 +770,11 @@ FlameGraphAndTop RenderFlameGraphAndTopTable(const Profile& profile,
   out.top_table = TopTable(rows, names, total, type, limit);
   out.total = FormatValue(total, type.unit);
   out.hottest = Hottest(rows, names, total, hottest);
-  out.html = Page(title, TreeJson(Flatten(tree, nullptr, names, tree.size()),
-                                  /*diff=*/false, title, type,
-                                  /*base_total=*/0));
+  std::vector<int> name_ids;
+  const std::vector<FlameGraphNode> nodes =
+      Flatten(tree, nullptr, names, tree.size(), &name_ids);
+  out.html = Page(
+      title, TreeJsonOfIds(nodes, names, std::move(name_ids), title, type));
   return out;
 }
 

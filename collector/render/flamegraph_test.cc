@@ -403,6 +403,8 @@ TEST(TopTableTest, IndirectRecursionCountsOnceInCum) {
 TEST(TopTableTest, TheCombinedRenderingIsBothRenderings) {
   ProfileBuilder builder("alloc_objects", "count");
   builder.AddSampleType("alloc_space", "bytes");
+  // "z" is met first but drawn last: the page numbers names as drawn.
+  builder.Stack({"main", "z"}, {1, 10});
   builder.Stack({"main", "a", "b"}, {3, 3000});
   builder.Stack({"main", "a"}, {2, 1536});
   builder.Stack({"main", "c", "a"}, {1, 100});

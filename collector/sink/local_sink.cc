@@ -117,7 +117,7 @@ absl::StatusOr<LocalOutput> LocalSink::Finalize(int top_rows, int hottest) {
   for (const ProfileKindInfo& kind : ProfileKinds()) {
     auto it = merged_.find(kind.kind);
     if (it == merged_.end() || it->second.empty()) continue;
-    const perftools::profiles::Profile profile = it->second.Build();
+    const perftools::profiles::Profile profile = it->second.Finish();
     const std::string pb = absl::StrCat(out_dir_, "/", kind.name, ".pb.gz");
     absl::Status status = WriteProfileFile(pb, profile.SerializeAsString());
     if (!status.ok()) return status;

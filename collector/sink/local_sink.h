@@ -58,8 +58,9 @@ class LocalSink : public ProfileSink {
   void Submit(WindowProfile profile) override;
   absl::Status Flush(int64_t deadline_monotonic_ns) override;
 
-  // Writes the merged files. `top_rows` rows per table of top.txt;
-  // `hottest` functions per page in LocalPage::hottest
+  // Writes the merged files, once: it hands the merged profiles over (a
+  // later call writes only what was submitted since). `top_rows` rows per
+  // table of top.txt; `hottest` functions per page in LocalPage::hottest
   // (RenderFlameGraphAndTopTable).
   absl::StatusOr<LocalOutput> Finalize(int top_rows = 20, int hottest = 0);
 

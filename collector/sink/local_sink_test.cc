@@ -72,6 +72,16 @@ TEST(ProfileMergerTest, InUseIsEachSeriesLatestSnapshotNotTheSum) {
   EXPECT_EQ(BytesOf(merged, "Cold", 1), 20);
 }
 
+TEST(ProfileMergerTest, FinishIsBuildAndEmptiesTheMerger) {
+  ProfileMerger merger;
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 10, 10 * kSec, 100), "a").ok());
+  ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 10, 30 * kSec, 300), "a").ok());
+  ASSERT_TRUE(merger.Add(MemoryProfile("Cold", 10, 20 * kSec, 7), "b").ok());
+  const std::string built = merger.Build().SerializeAsString();
+  EXPECT_EQ(merger.Finish().SerializeAsString(), built);
+  EXPECT_TRUE(merger.empty());
+}
+
 TEST(ProfileMergerTest, IdenticalStacksAddUpAcrossStringTables) {
   ProfileMerger merger;
   ASSERT_TRUE(merger.Add(MemoryProfile("Hot", 100, 10 * kSec)).ok());
