@@ -50,13 +50,9 @@ constexpr const char* kNextExecNames[kNextExecCount] = {
 std::atomic<void*> g_next_exec[kNextExecCount];
 void* const kMissing = reinterpret_cast<void*>(~uintptr_t{0});
 
-void* ResolveNextExec(int index, bool at_start) {
-  SymbolRequest request{kNextExecNames[index], SymbolScope::kNext};
-  request.gnu_hash = GnuSymbolHash(kNextExecNames[index]);
-  if (at_start || !LookUpStartSymbols(&request, 1)) {
-    LookUpSymbols(&request, 1);
-  }
-  void* const next = request.address != nullptr ? request.address : kMissing;
+void* ResolveNextExec(int index) {
+  void* const address = NextSymbol(kNextExecNames[index]);
+  void* const next = address != nullptr ? address : kMissing;
   g_next_exec[index].store(next, std::memory_order_release);
   return next;
 }
@@ -64,14 +60,14 @@ void* ResolveNextExec(int index, bool at_start) {
 template <typename Fn>
 Fn NextExec(int index) {
   void* next = g_next_exec[index].load(std::memory_order_acquire);
-  if (next == nullptr) next = ResolveNextExec(index, /*at_start=*/false);
+  if (next == nullptr) next = ResolveNextExec(index);
   return next != kMissing ? reinterpret_cast<Fn>(next) : nullptr;
 }
 
 __attribute__((constructor)) void ResolveNextExecIfNotRecorded() {
   if (RecordStartObjects()) return;
   for (int i = 0; i < kNextExecCount; ++i) {
-    ResolveNextExec(i, /*at_start=*/true);
+    ResolveNextExec(i);
   }
 }
 

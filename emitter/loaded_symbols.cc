@@ -152,7 +152,6 @@ bool BloomMayHold(const SymbolTable& table, uint32_t hash) {
   return (word & mask) == mask;
 }
 
-// The index of the request's definition in `table`, or 0.
 // The index of the first symbol of the hash's chain whose hash matches
 // `hash` and for which `match(index)` holds, or 0.
 template <typename Match>
@@ -168,6 +167,7 @@ uint32_t FindInGnuChain(const SymbolTable& table, uint32_t hash, Match match) {
   }
 }
 
+// The index of the request's definition in `table`, or 0.
 uint32_t FindInGnuHash(const SymbolTable& table, const SymbolRequest& request,
                        uint32_t hash) {
   return FindInGnuChain(table, hash, [&](uint32_t index) {
@@ -416,6 +416,7 @@ bool PassOverCache(Pass& pass) {
 // (All zero until recorded: in .bss, no page of it touched before.)
 struct StartObjects {
   std::atomic<bool> recorded{false};  // publishes `count` and `objects`
+  std::atomic<bool> too_many{false};  // found more than kMaxStartObjects
   int count = 0;
   LoadedObject objects[kMaxStartObjects];
 };
@@ -466,9 +467,13 @@ void LookUpSymbols(SymbolRequest* requests, int count) {
 
 bool RecordStartObjects() {
   if (g_start.recorded.load(std::memory_order_acquire)) return true;
+  if (g_start.too_many.load(std::memory_order_relaxed)) return false;
   int count = 0;
   dl_iterate_phdr(OnStartObject, &count);
-  if (count > kMaxStartObjects) return false;
+  if (count > kMaxStartObjects) {
+    g_start.too_many.store(true, std::memory_order_relaxed);
+    return false;
+  }
   g_start.count = count;
   g_start.recorded.store(true, std::memory_order_release);
   return true;

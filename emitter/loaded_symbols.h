@@ -91,10 +91,11 @@ void* NextSymbol(const char* name);
 // handler that interrupted the loader. Objects loaded at start are never
 // unloaded, so their symbol tables stay valid.
 //
-// RecordStartObjects: one pass over the loaded objects; false when there
-// are more than kMaxStartObjects of them (then nothing is recorded and
-// LookUpStartSymbols always answers false). Takes the loader's lock; call it
-// once, before any other thread could call LookUpStartSymbols.
+// RecordStartObjects: one pass over the loaded objects, on the first call
+// only (later calls answer as it did); false when there are more than
+// kMaxStartObjects of them (then nothing is recorded and LookUpStartSymbols
+// always answers false). Takes the loader's lock; for the constructors,
+// before any other thread could call LookUpStartSymbols.
 //
 // LookUpStartSymbols: resolves the requests as LookUpSymbols would have
 // when the objects were recorded (objects loaded since are not searched);
