@@ -26,5 +26,5 @@ if ((status != 0)); then
 fi
 cat "${work}/truth.json"
 /usr/bin/python3 "${root}/tests/wall/check_wall.py" "${work}/truth.json" \
-  "${work}/out" 0.10 || exit 1
+  "${work}/out" 0.10 "${mode}" || exit 1
 echo PASS
