@@ -18,9 +18,11 @@ With --json, also writes the numbers for a test to assert on.
 """
 
 import argparse
+import atexit
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,8 +33,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def load_profile_module():
-    """profile_pb2 from proto/profile.proto (protoc into a temp dir)."""
+    """profile_pb2 from proto/profile.proto (protoc into a temp dir, removed
+    when the interpreter exits)."""
     out = tempfile.mkdtemp(prefix="accuracy_pb2_")
+    atexit.register(shutil.rmtree, out, True)
     subprocess.run(["protoc", "--proto_path=" + ROOT, "--python_out=" + out,
                     os.path.join(ROOT, "proto", "profile.proto")], check=True)
     sys.path.insert(0, out)

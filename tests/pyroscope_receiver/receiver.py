@@ -17,12 +17,14 @@ proto/*.proto are generated with protoc into a temporary directory at start.
 """
 
 import argparse
+import atexit
 import base64
 import gzip
 import http.server
 import json
 import os
 import re
+import shutil
 import socket
 import ssl
 import subprocess
@@ -73,6 +75,7 @@ def load_protos():
     message, which the receiver must give too (Python's proto3 decoder would
     fail earlier with a different one)."""
     out = tempfile.mkdtemp(prefix="pyroscope_receiver_pb2_")
+    atexit.register(shutil.rmtree, out, True)  # when the interpreter exits
     protos = [os.path.join("proto", p)
               for p in ("profile.proto", "types.proto", "push.proto",
                         "otlp/common.proto", "otlp/resource.proto",

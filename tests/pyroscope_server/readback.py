@@ -20,11 +20,13 @@ prints one line per check and exits 1 when one fails.
 """
 
 import argparse
+import atexit
 import collections
 import glob
 import gzip
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ def profile_pb2():
     """proto/profile.proto's Python module (protoc into a temp dir, once)."""
     if not _pb2:
         out = tempfile.mkdtemp(prefix="readback_pb2_")
+        atexit.register(shutil.rmtree, out, True)  # when the interpreter exits
         subprocess.run(["protoc", "--proto_path=" + ROOT,
                         "--python_out=" + out,
                         os.path.join(ROOT, "proto", "profile.proto")],
