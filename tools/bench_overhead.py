@@ -15,12 +15,18 @@ ratios. Also the collector's own CPU (all its threads, not the command's:
 read from its /proc stat once it has exited, before it is reaped), and the
 load average at the start and the end.
 
+The rings go where `ringprof run` puts them by default: a fresh
+directory under /dev/shm (tmpfs), or under the work directory when
+/dev/shm is not writable; --ring-base DIR puts them elsewhere (a disk
+filesystem adds page-cache and block allocation to each fresh ring page).
+
 With --tree SRC each run works in a fresh copy of SRC (copied before the
 clock starts; removed after). The command runs from that copy (or from
 --cwd) with its output discarded; a failure stops the benchmark.
 
 usage: bench_overhead.py --name NAME --ringprof PATH --emitter PATH
-         --floor PATH [--rounds N] [--target X] [--tree SRC] -- CMD ARGS...
+         --floor PATH [--rounds N] [--target X] [--tree SRC]
+         [--ring-base DIR] -- CMD ARGS...
 """
 
 import argparse
@@ -54,6 +60,13 @@ def run_tree(argv, cwd, env=None):
     return usage.ru_utime + usage.ru_stime, own, wall
 
 
+def default_ring_base():
+    """Where `ringprof run` makes its ring directory: /dev/shm when it can,
+    else None (the work directory)."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
 def one_run(variant, args, work, i):
     cwd = os.path.join(work, f"tree.{variant}.{i}")
     if args.tree:
@@ -61,7 +74,7 @@ def one_run(variant, args, work, i):
     else:
         os.mkdir(cwd)
     env = dict(os.environ)
-    rings = tempfile.mkdtemp(dir=work)
+    rings = tempfile.mkdtemp(dir=args.ring_base or work)
     argv = list(args.cmd)
     if variant == "floor":
         env["LD_PRELOAD"] = args.floor
@@ -87,6 +100,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--target", type=float, default=1.05)
     parser.add_argument("--tree")
+    parser.add_argument("--ring-base", default=default_ring_base())
     parser.add_argument("cmd", nargs="+")
     args = parser.parse_args()
     load_start = os.getloadavg()[0]
