@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -92,10 +91,15 @@ std::vector<std::string> RingDirWatcher::Wait(absl::Duration timeout) {
   const absl::Time now = absl::Now();
   if (overflow || now >= next_scan_) {
     next_scan_ = now + rescan_interval_;
-    std::vector<std::string> listed = Scan();
-    found.insert(found.end(), std::make_move_iterator(listed.begin()),
-                 std::make_move_iterator(listed.end()));
+    Scan(&found);
   }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::vector<std::string> RingDirWatcher::Rescan() {
+  std::vector<std::string> found;
+  Scan(&found);
   std::sort(found.begin(), found.end());
   return found;
 }
@@ -129,20 +133,17 @@ bool RingDirWatcher::ReadEvents(std::vector<std::string>* found) {
   return overflow;
 }
 
-std::vector<std::string> RingDirWatcher::Scan() {
-  std::vector<std::string> found;
+void RingDirWatcher::Scan(std::vector<std::string>* found) {
   DIR* d = ::opendir(dir_.c_str());
-  if (d == nullptr) return found;
+  if (d == nullptr) return;
   while (dirent* entry = ::readdir(d)) {
     const char* name = entry->d_name;
     if (!IsRingName(name)) continue;
     if (entry->d_type != DT_REG && entry->d_type != DT_UNKNOWN) continue;
     std::string path = absl::StrCat(dir_, "/", name);
-    if (known_.insert(path).second) found.push_back(std::move(path));
+    if (known_.insert(path).second) found->push_back(std::move(path));
   }
   ::closedir(d);
-  std::sort(found.begin(), found.end());
-  return found;
 }
 
 }  // namespace collector

@@ -38,7 +38,7 @@ class RingDirWatcher {
   void Wake();
 
   // Lists the directory now; returns ring files not returned before.
-  std::vector<std::string> Rescan() { return Scan(); }
+  std::vector<std::string> Rescan();
 
   // Forget `path` (deleted by retention), so a new file of that name is
   // reported again.
@@ -52,7 +52,8 @@ class RingDirWatcher {
 
  private:
   RingDirWatcher(std::string dir, absl::Duration rescan_interval);
-  std::vector<std::string> Scan();
+  // Appends the ring files of the listing not returned before (unsorted).
+  void Scan(std::vector<std::string>* found);
   // Drains the inotify queue, appending new ring files the events name;
   // true when the queue overflowed (events were lost: list the directory).
   bool ReadEvents(std::vector<std::string>* found);

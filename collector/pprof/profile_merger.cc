@@ -74,36 +74,30 @@ absl::Status ProfileMerger::Add(const Profile& p, const std::string& series,
 
 Profile ProfileMerger::Build() const {
   if (builder_ == nullptr) return Profile();
-  Profile p;
-  if (latest_.empty()) {
-    p = builder_->Build();
-  } else {
-    PprofBuilder merged = *builder_;
-    for (const auto& [series, latest] : latest_) {
-      // Checked when it was added.
-      merged.AddProfile(*latest, snapshot_columns_).IgnoreError();
-    }
-    p = merged.Build();
-  }
-  SetSpan(&p);
-  return p;
+  if (latest_.empty()) return Spanned(builder_->Build());
+  PprofBuilder merged = *builder_;
+  return BuildWithSnapshots(&merged);
 }
 
 Profile ProfileMerger::Finish() {
   if (builder_ == nullptr) return Profile();
-  for (const auto& [series, latest] : latest_) {
-    // Checked when it was added.
-    builder_->AddProfile(*latest, snapshot_columns_).IgnoreError();
-  }
-  Profile p = builder_->Build();
-  SetSpan(&p);
+  Profile p = BuildWithSnapshots(builder_.get());
   *this = ProfileMerger(limits_);
   return p;
 }
 
-void ProfileMerger::SetSpan(Profile* p) const {
-  p->set_time_nanos(spec_.time_nanos);
-  p->set_duration_nanos(std::max<int64_t>(0, end_nanos_ - spec_.time_nanos));
+Profile ProfileMerger::BuildWithSnapshots(PprofBuilder* builder) const {
+  for (const auto& [series, latest] : latest_) {
+    // Checked when it was added.
+    builder->AddProfile(*latest, snapshot_columns_).IgnoreError();
+  }
+  return Spanned(builder->Build());
+}
+
+Profile ProfileMerger::Spanned(Profile p) const {
+  p.set_time_nanos(spec_.time_nanos);
+  p.set_duration_nanos(std::max<int64_t>(0, end_nanos_ - spec_.time_nanos));
+  return p;
 }
 
 }  // namespace collector

@@ -46,8 +46,10 @@ class ProfileMerger {
   perftools::profiles::Profile Finish();
 
  private:
-  // Sets `p`'s time_nanos and duration_nanos to the merged span.
-  void SetSpan(perftools::profiles::Profile* p) const;
+  // Adds the series' latest snapshot profiles to `builder` and builds.
+  perftools::profiles::Profile BuildWithSnapshots(PprofBuilder* builder) const;
+  // `p` with time_nanos and duration_nanos set to the merged span.
+  perftools::profiles::Profile Spanned(perftools::profiles::Profile p) const;
 
   // `shared`: `profile` itself when the caller shares it, else null.
   absl::Status Add(const perftools::profiles::Profile& profile,
