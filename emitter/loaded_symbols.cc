@@ -479,6 +479,14 @@ bool RecordStartObjects() {
   return true;
 }
 
+const void* StartObjectBase(int index) {
+  if (!g_start.recorded.load(std::memory_order_acquire) || index < 0 ||
+      index >= g_start.count) {
+    return nullptr;
+  }
+  return g_start.objects[index].span.base;
+}
+
 bool LookUpStartSymbols(SymbolRequest* requests, int count) {
   if (!g_start.recorded.load(std::memory_order_acquire)) return false;
   const int objects = g_start.count;

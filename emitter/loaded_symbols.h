@@ -106,6 +106,13 @@ inline constexpr int kMaxStartObjects = 32;
 bool RecordStartObjects();
 bool LookUpStartSymbols(SymbolRequest* requests, int count);
 
+// The lowest mapped address (dladdr's dli_fbase: the ELF header of an
+// object the loader mapped) of the index-th object RecordStartObjects
+// recorded, in the loader's order; null past the last one or when nothing
+// was recorded. Lock-free, allocation-free and async-signal-safe: what
+// rebuilds the list of objects in a signal handler, with _dl_find_object.
+const void* StartObjectBase(int index);
+
 // For the library's constructors (and what runs before them): the requests
 // resolved among the objects loaded at start (recording them first if
 // nothing has yet), without a pass over the loader's list each time; by

@@ -14,6 +14,7 @@
 #include "emitter/fork_child.h"
 #include "emitter/large_table.h"
 #include "emitter/libc_features.h"
+#include "emitter/loaded_symbols.h"
 #include "emitter/runtime.h"
 #include "emitter/session.h"
 #include "emitter/thread_state.h"
@@ -55,6 +56,10 @@ struct Range {
 RINGPROF_LARGE_TABLE Range g_ranges[kMaxModules];
 
 std::atomic<bool> g_locked{false};
+// Whether the objects loaded at start are in the table: added at start
+// (RecordLoadedModules) or, with _dl_find_object, when the table is first
+// used (AddStartObjectsLocked). Under g_locked.
+bool g_start_objects_added = false;
 std::atomic<uint64_t> g_last_emit_ns{0};
 // Doubles at each periodic re-emission, up to kReemitIntervalNs.
 std::atomic<uint64_t> g_reemit_interval_ns{kFirstReemitIntervalNs};
@@ -86,13 +91,6 @@ void Emit(const Module& module) {
   }
   AppendRecord(ringfile::RecordType::kModuleMap, &copy, sizeof(copy), path,
                copy.path_size);
-}
-
-void EmitAllLocked() {
-  const int end = g_module_end.load(std::memory_order_relaxed);
-  for (int m = 0; m < end; ++m) {
-    if (g_modules[m].used) Emit(g_modules[m]);
-  }
 }
 
 bool InRange(int m, uint64_t pc) {
@@ -145,10 +143,11 @@ void ReadBuildId(ElfW(Addr) load_bias, const ElfW(Phdr) * phdrs, int phnum,
   }
 }
 
-// Records each executable segment of one object not in the table yet.
+// Records each executable segment of one object not in the table yet, and
+// with `emit` appends its records to the ring file (when there is one).
 // Called with the lock held.
 void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
-                     const ElfW(Phdr) * phdrs, int phnum) {
+                     const ElfW(Phdr) * phdrs, int phnum, bool emit) {
   const bool main_program = path == kMainProgram;
   size_t path_size = strlen(path);
   if (path_size > kMaxModulePathSize) path_size = kMaxModulePathSize;
@@ -212,7 +211,7 @@ void AddObjectLocked(const char* path, ElfW(Addr) load_bias,
     g_ranges[free_index].end.store(record.start + record.size,
                                    std::memory_order_release);
     g_module_end.store(end, std::memory_order_release);
-    Emit(module);
+    if (emit) Emit(module);
   }
 }
 
@@ -244,13 +243,14 @@ int OnLoadedObject(struct dl_phdr_info* info, size_t, void* data) {
     if (!is_main) return 0;  // nameless non-main objects: nothing to find
     path = kMainProgram;
   }
-  AddObjectLocked(path, info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
+  AddObjectLocked(path, info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum,
+                  /*emit=*/true);
   return 0;
 }
 
 // Records the object _dl_find_object found, from its in-memory ELF header
 // (the first mapped page of every ld.so-loaded object and of the vDSO).
-void AddFoundObjectLocked(const dl_find_object& found) {
+void AddFoundObjectLocked(const dl_find_object& found, bool emit) {
   const auto* map = static_cast<const link_map*>(found.dlfo_link_map);
   const auto* ehdr = static_cast<const ElfW(Ehdr)*>(found.dlfo_map_start);
   if (map == nullptr || ehdr == nullptr) return;
@@ -263,7 +263,32 @@ void AddFoundObjectLocked(const dl_find_object& found) {
       reinterpret_cast<const char*>(ehdr) + ehdr->e_phoff);
   const char* path = map->l_name;
   if (path == nullptr || path[0] == '\0') path = kMainProgram;
-  AddObjectLocked(path, map->l_addr, phdrs, ehdr->e_phnum);
+  AddObjectLocked(path, map->l_addr, phdrs, ehdr->e_phnum, emit);
+}
+
+// Adds the objects loaded at start if they are not in the table yet: each
+// object the start record lists (loaded_symbols.h), as _dl_find_object
+// describes it at the object's first address. Lock-free and
+// async-signal-safe (no dl_iterate_phdr), so also at a first sample taken
+// in a signal handler. Lock held.
+void AddStartObjectsLocked(bool emit) {
+  if (g_start_objects_added) return;
+  g_start_objects_added = true;
+  if (!HaveDlFindObject()) return;  // RecordLoadedModules added them
+  for (int i = 0;; ++i) {
+    const void* base = StartObjectBase(i);
+    if (base == nullptr) break;
+    dl_find_object found;
+    if (FindObject(base, &found) == 0) AddFoundObjectLocked(found, emit);
+  }
+}
+
+void EmitAllLocked() {
+  AddStartObjectsLocked(/*emit=*/false);  // each emitted below
+  const int end = g_module_end.load(std::memory_order_relaxed);
+  for (int m = 0; m < end; ++m) {
+    if (g_modules[m].used) Emit(g_modules[m]);
+  }
 }
 
 // Records ModuleUnmap for entry m and frees it. Lock held.
@@ -327,7 +352,10 @@ void DropUnloadedLocked() {
 
 void RecordLoadedModules() {
   if (!Enabled()) return;
+  // Added when the table is first used (AddStartObjectsLocked).
+  if (HaveDlFindObject() && RecordStartObjects()) return;
   Lock();
+  g_start_objects_added = true;
   int index = 0;
   dl_iterate_phdr(OnLoadedObject, &index);
   Unlock();
@@ -352,6 +380,7 @@ void NoteStackModules(const uint64_t* frames, int frame_count) {
     const uint64_t pc = frames[i] - 1;
     if (KnownPc(pc, hint)) continue;
     if (!TryLock()) return;
+    AddStartObjectsLocked(/*emit=*/true);
     if (!HaveDlFindObject()) {
       // One rescan finds every new object (or none is there: JIT code).
       if (MonotonicNowNs() - g_last_rescan_ns >= kMinRescanIntervalNs) {
@@ -363,7 +392,7 @@ void NoteStackModules(const uint64_t* frames, int frame_count) {
     dl_find_object found;
     if (!KnownPc(pc, hint) &&
         FindObject(reinterpret_cast<void*>(pc), &found) == 0) {
-      AddFoundObjectLocked(found);
+      AddFoundObjectLocked(found, /*emit=*/true);
     }
     Unlock();
   }

@@ -9,7 +9,14 @@
 // How changes are noticed without interposing dlopen (a dlopen wrapper
 // would change the caller glibc sees, and with it the RPATH/RUNPATH and
 // $ORIGIN used to find the library) and without the loader lock in malloc:
-//  - at start, dl_iterate_phdr records every object (RecordLoadedModules);
+//  - the objects loaded at start: with _dl_find_object, from the record of
+//    them the library's constructors make anyway (RecordStartObjects,
+//    loaded_symbols.h), each described by _dl_find_object at its first
+//    address, when the table is first used: at the first sample (in a
+//    signal handler too: no loader lock) or at the ring file's creation. A
+//    process that never samples never builds the table. Without
+//    _dl_find_object, or with more objects than the record holds,
+//    dl_iterate_phdr records every object at start (RecordLoadedModules);
 //  - every sampled stack is checked against the table (NoteStackModules);
 //    a frame in an unknown object is looked up with _dl_find_object, which
 //    is lock-free and async-signal-safe, and its object is recorded from its
@@ -49,7 +56,9 @@ inline constexpr uint64_t kReemitIntervalNs = 5'000'000'000;
 // each interval doubles up to kReemitIntervalNs.
 inline constexpr uint64_t kFirstReemitIntervalNs = 100'000'000;
 
-// At start (not inside malloc: dl_iterate_phdr takes the loader lock).
+// At start (not inside malloc: dl_iterate_phdr takes the loader lock):
+// records every loaded object, or, with _dl_find_object and the start
+// objects recorded (loaded_symbols.h), leaves them to the table's first use.
 void RecordLoadedModules();
 
 // Records every known module again (e.g. into a new ring file); false,
