@@ -335,6 +335,9 @@ void RecordSample(void* ucontext, uint64_t now_ns, uint64_t period_ns) {
     }
   }
 
+  // A library loaded since start that allocates nothing would otherwise
+  // never have its frames placed.
+  NoteSampleModules(frames + first, count);
   const SampleTags tags = TagsForSample(now_ns);
   ringfile::CpuSample sample;
   sample.monotonic_ns = now_ns;

@@ -17,7 +17,9 @@
 //    process that never samples never builds the table. Without
 //    _dl_find_object, or with more objects than the record holds,
 //    dl_iterate_phdr records every object at start (RecordLoadedModules);
-//  - every sampled stack is checked against the table (NoteStackModules);
+//  - every sampled stack (allocation, wait and, with _dl_find_object, CPU
+//    samples: NoteSampleModules, runtime.h) is checked against the table
+//    (NoteStackModules);
 //    a frame in an unknown object is looked up with _dl_find_object, which
 //    is lock-free and async-signal-safe, and its object is recorded from its
 //    in-memory ELF header. So an object is recorded before (or with) the

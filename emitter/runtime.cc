@@ -395,6 +395,10 @@ bool ClockReadIsSystemCall() { return ClockReadIsSlow(); }
 
 uint32_t RingSlots() { return g_ring_slots.load(std::memory_order_relaxed); }
 
+void NoteSampleModules(const uint64_t* frames, int frame_count) {
+  if (HaveDlFindObject()) NoteStackModules(frames, frame_count);
+}
+
 const Config& SessionConfig() { return g_config; }
 const char* ExecutablePath() {
   ReadExecutablePath();

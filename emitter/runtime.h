@@ -73,6 +73,12 @@ SampleTags TagsForSample(uint64_t now_ns);
 // Configured maximum stack depth (RINGPROF_MAX_FRAMES).
 int MaxFrames();
 
+// For a sample about to be appended (a CPU sample, in its signal handler):
+// records in the module map the objects its stack runs in that it does not
+// know yet, where that takes no lock (with _dl_find_object; without it they
+// are left to an allocation sample's rescan, module_map.h).
+void NoteSampleModules(const uint64_t* frames, int frame_count);
+
 // Whether reading CLOCK_MONOTONIC left user space when measured at start
 // (a system call: gVisor, and hosts whose vDSO cannot read the clock), i.e.
 // whether system calls and signals are the expensive round trips a sandbox

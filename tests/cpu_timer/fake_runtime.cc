@@ -129,6 +129,8 @@ int CaptureStack(uint64_t* frames, int max_frames, int skip, bool* truncated) {
 
 int MaxFrames() { return 128; }
 
+void NoteSampleModules(const uint64_t*, int) {}
+
 SampleTags TagsForSample(uint64_t) { return {0, 0}; }
 
 }  // namespace emitter

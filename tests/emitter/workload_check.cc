@@ -4,7 +4,7 @@
 // it can run unchanged inside a gVisor sandbox, where the ring files live.
 //
 // Usage: workload_check <scenario> <libringprof.so> <workload> [arg...]
-//   scenario: storm | fork | forkstorm | dlopen | nofp | config
+//   scenario: storm | fork | forkstorm | dlopen | dlopen_cpu | nofp | config
 // Prints one `PASS`/`FAIL` line per check; exits 0 iff every check passed.
 #include <dirent.h>
 #include <errno.h>
@@ -164,6 +164,7 @@ struct RingContents {
   int exit_status = -2;
   uint64_t lost_samples = 0;
   int cpu_samples = 0;
+  std::vector<std::vector<uint64_t>> cpu_stacks;
   int wait_samples = 0;
   std::vector<std::string> facts;  // EnvironmentFact kind:detail
 };
@@ -205,8 +206,9 @@ class RingCollector : public ringfile::RecordHandler {
     ring_.lost_samples += l.samples;
   }
   void OnCpuSample(const ringfile::RecordView&,
-                   const ringfile::CpuSampleView&) override {
+                   const ringfile::CpuSampleView& s) override {
     ++ring_.cpu_samples;
+    ring_.cpu_stacks.emplace_back(s.frames.begin(), s.frames.end());
   }
   void OnWaitSample(const ringfile::RecordView&,
                     const ringfile::WaitSampleView&) override {
@@ -339,8 +341,11 @@ class Symbolizer {
   }
 
   std::vector<std::string> Stack(const Sample& sample) {
+    return Stack(sample.frames);
+  }
+  std::vector<std::string> Stack(const std::vector<uint64_t>& frames) {
     std::vector<std::string> names;
-    for (uint64_t pc : sample.frames) names.push_back(Frame(pc));
+    for (uint64_t pc : frames) names.push_back(Frame(pc));
     return names;
   }
 
@@ -596,6 +601,40 @@ void CheckDlopen(const RunResult& run, const std::vector<RingContents>& rings,
         absl::StrCat(good, " of ", blocks, " blocks; e.g. ", example));
 }
 
+// A library loaded after start that only spins (allocates nothing): its
+// frames come from CPU samples alone, the first of them taken in the CPU
+// timer's signal handler, and its ModuleMap must be recorded by them.
+void CheckDlopenCpu(const RunResult& run,
+                    const std::vector<RingContents>& rings, int pid) {
+  const RingContents* ring = RingOf(rings, pid, "dlopen_alloc");
+  Check(ring != nullptr, "dlopen_cpu ring file", absl::StrCat("pid ", pid));
+  if (ring == nullptr) return;
+  CheckRingBasics(*ring, "dlopen_cpu");
+  bool mapped = false;
+  for (const Module& m : ring->modules) {
+    if (absl::EndsWith(m.path, "libdlopen_payload.so") &&
+        m.head.build_id_size > 0) {
+      mapped = true;
+    }
+  }
+  Check(mapped, "dlopen_cpu ModuleMap of the loaded library", "");
+  Symbolizer symbolizer(*ring);
+  int in_spin = 0;
+  std::string example;
+  for (const auto& frames : ring->cpu_stacks) {
+    const auto stack = symbolizer.Stack(frames);
+    const int outer = FindFrame(stack, "PayloadSpin");
+    const int main_frame = FindFrame(stack, "main");
+    if (outer >= 0 && main_frame > outer) ++in_spin;
+    example = Join(stack);
+  }
+  // 300 ms of CPU at the default 100 Hz: ~30 samples, nearly all spinning.
+  Check(in_spin >= 10 && 2 * in_spin >= ring->cpu_samples,
+        "dlopen_cpu CPU stacks through the library",
+        absl::StrCat(in_spin, " of ", ring->cpu_samples, " CPU samples; e.g. ",
+                     example));
+}
+
 void CheckNofp(const RunResult& run, const std::vector<RingContents>& rings,
                int pid) {
   const RingContents* ring = RingOf(rings, pid, "nofp_map");
@@ -796,7 +835,9 @@ void CheckForkStorm(const RunResult& run,
 
 int Main(int argc, char** argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s storm|fork|dlopen|nofp LIB WORKLOAD [ARG...]\n",
+    fprintf(stderr,
+            "usage: %s storm|fork|forkstorm|dlopen|dlopen_cpu|nofp|config LIB "
+            "WORKLOAD [ARG...]\n",
             argv[0]);
     return 2;
   }
@@ -855,6 +896,8 @@ int Main(int argc, char** argv) {
     CheckFork(run, rings);
   } else if (scenario == "dlopen") {
     CheckDlopen(run, rings, pid);
+  } else if (scenario == "dlopen_cpu") {
+    CheckDlopenCpu(run, rings, pid);
   } else if (scenario == "nofp") {
     CheckNofp(run, rings, pid);
   } else if (scenario == "forkstorm") {

@@ -53,6 +53,7 @@ scenarios=(
   "fork ${workloads}/fork_exec"
   "forkstorm ${workloads}/fork_storm"
   "dlopen ${workloads}/dlopen_alloc ${workloads}/libdlopen_payload.so"
+  "dlopen_cpu ${workloads}/dlopen_alloc ${workloads}/libdlopen_payload.so spin"
   "nofp ${workloads}/nofp_map"
   "config ${workloads}/alloc_storm 2 1 4"
 )
