@@ -124,52 +124,61 @@ PprofBuilder::PprofBuilder(ProfileSpec spec, PyroscopeLimits limits)
 
 PprofBuilder::MappingId PprofBuilder::InternMapping(const MappingSpec& m) {
   const ModuleInfo& module = m.module;
-  std::string key =
-      absl::StrCat(module.start, kSep, module.size, kSep, module.file_offset,
-                   kSep, module.path, kSep, module.build_id_hex);
-  auto [it, inserted] = mapping_index_.try_emplace(key, mappings_.size() + 1);
-  if (inserted) {
+  key_.clear();
+  absl::StrAppend(&key_, module.start, kSep, module.size, kSep,
+                  module.file_offset, kSep, module.path, kSep,
+                  module.build_id_hex);
+  auto it = mapping_index_.find(key_);
+  if (it == mapping_index_.end()) {
+    const MappingId id = static_cast<MappingId>(mappings_.size() + 1);
+    mapping_index_.emplace(key_, id);
     mappings_.push_back({m});
-  } else {
-    // The same module seen with richer symbol information wins.
-    MappingSpec& have = mappings_[it->second - 1].spec;
-    have.has_functions |= m.has_functions;
-    have.has_filenames |= m.has_filenames;
-    have.has_line_numbers |= m.has_line_numbers;
-    have.has_inline_frames |= m.has_inline_frames;
+    return id;
   }
+  // The same module seen with richer symbol information wins.
+  MappingSpec& have = mappings_[it->second - 1].spec;
+  have.has_functions |= m.has_functions;
+  have.has_filenames |= m.has_filenames;
+  have.has_line_numbers |= m.has_line_numbers;
+  have.has_inline_frames |= m.has_inline_frames;
   return it->second;
 }
 
 uint32_t PprofBuilder::InternFunction(absl::string_view name,
                                       absl::string_view filename) {
-  std::string key = absl::StrCat(name, kSep, filename);
-  auto [it, inserted] = function_index_.try_emplace(key, functions_.size());
-  if (inserted) {
-    functions_.push_back({std::string(name), std::string(filename)});
-  }
-  return it->second;
+  // The key is built in a reused buffer and looked up as a view: a string
+  // is made only for a new function.
+  key_.clear();
+  absl::StrAppend(&key_, name, kSep, filename);
+  auto it = function_index_.find(key_);
+  if (it != function_index_.end()) return it->second;
+  const uint32_t id = static_cast<uint32_t>(functions_.size());
+  function_index_.emplace(key_, id);
+  functions_.push_back({std::string(name), std::string(filename)});
+  return id;
 }
 
 PprofBuilder::LocationId PprofBuilder::InternLocation(
     MappingId mapping, uint64_t address, absl::Span<const LineSpec> lines) {
-  std::string key = absl::StrCat(mapping, kSep, address);
+  // Functions first (a known location's functions are known, so it adds
+  // none; a new one adds them in line order), then the location by its
+  // mapping, address and (function id, line) pairs: a short key.
+  line_ids_.clear();
   for (const LineSpec& line : lines) {
-    absl::StrAppend(&key, kSep, line.function, kSep, line.filename, kSep,
-                    line.line);
+    line_ids_.push_back(
+        {InternFunction(line.function, line.filename), line.line});
   }
-  auto [it, inserted] =
-      location_index_.try_emplace(std::move(key), locations_.size() + 1);
-  if (inserted) {
-    Location location{mapping, address, {}};
-    location.lines.reserve(lines.size());
-    for (const LineSpec& line : lines) {
-      location.lines.push_back(
-          {InternFunction(line.function, line.filename), line.line});
-    }
-    locations_.push_back(std::move(location));
+  key_.clear();
+  absl::StrAppend(&key_, mapping, kSep, address);
+  for (const Line& line : line_ids_) {
+    absl::StrAppend(&key_, kSep, line.function, kSep, line.line);
   }
-  return it->second;
+  auto it = location_index_.find(key_);
+  if (it != location_index_.end()) return it->second;
+  const LocationId id = static_cast<LocationId>(locations_.size() + 1);
+  location_index_.emplace(key_, id);
+  locations_.push_back({mapping, address, line_ids_});
+  return id;
 }
 
 PprofBuilder::LocationId PprofBuilder::InternSyntheticLocation(

@@ -168,6 +168,9 @@ class PprofBuilder {
   absl::flat_hash_map<std::string, LabelSetId> label_set_index_;
   std::vector<Sample> samples_;
   absl::flat_hash_map<std::vector<LocationId>, size_t> sample_index_;
+  // Scratch of the Intern* calls (kept for their capacity).
+  std::string key_;
+  std::vector<Line> line_ids_;
 };
 
 }  // namespace collector

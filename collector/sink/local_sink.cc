@@ -27,16 +27,24 @@ std::string Sanitize(const std::string& s) {
   return out;
 }
 
+// mkdir -p: the directory itself first, its parents only when missing (a
+// window's directory usually exists, or only its last level is new).
 absl::Status MakeDirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i != path.size() && path[i] != '/') continue;
-    const std::string prefix = path.substr(0, i);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot create directory ", prefix, ": ", std::strerror(errno)));
+  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) {
+    return absl::OkStatus();
+  }
+  if (errno == ENOENT) {
+    const size_t slash = path.find_last_of('/');
+    if (slash != std::string::npos && slash > 0) {
+      absl::Status parent = MakeDirs(path.substr(0, slash));
+      if (!parent.ok()) return parent;
+      if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) {
+        return absl::OkStatus();
+      }
     }
   }
-  return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cannot create directory ", path, ": ", std::strerror(errno)));
 }
 
 int SampleIndexOf(const perftools::profiles::Profile& profile,

@@ -180,6 +180,18 @@ TEST(LocalSinkTest, InUseSummaryIsEachProcessLastSnapshot) {
   EXPECT_THAT(summary->top_table, HasSubstr("Still allocated at the end"));
 }
 
+TEST(LocalSinkTest, CreatesEveryMissingLevelOfItsDirectory) {
+  const std::string out =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/nested/a/b");
+  auto sink = LocalSink::Create(out);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  struct stat st;
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  // An existing directory is fine too.
+  EXPECT_TRUE(LocalSink::Create(out).ok());
+}
+
 TEST(LocalSinkTest, UnwritableDirectoryIsAClearError) {
   const std::string file = absl::StrCat(std::getenv("TEST_TMPDIR"), "/plain");
   ASSERT_TRUE(WriteFileAtomically(file, "x").ok());
