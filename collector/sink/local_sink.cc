@@ -91,13 +91,16 @@ absl::StatusOr<std::unique_ptr<LocalSink>> LocalSink::Create(
 }
 
 void LocalSink::Submit(WindowProfile profile) {
+  // One directory per service and kind, shared by its processes: a build's
+  // hundred processes make a few directories, not hundreds.
   const std::string dir =
       absl::StrCat(out_dir_, "/", Sanitize(profile.service_name), "/",
-                   profile.pid, "/", KindName(profile.kind));
+                   KindName(profile.kind));
   absl::Status status = MakeDirs(dir);
   if (status.ok()) {
     status = WriteProfileFile(
-        absl::StrCat(dir, "/", profile.from_unix_ns / 1'000'000, "-",
+        absl::StrCat(dir, "/", profile.pid, ".",
+                     profile.from_unix_ns / 1'000'000, "-",
                      profile.until_unix_ns / 1'000'000, ".pb.gz"),
         profile.profile->SerializeAsString());
   }

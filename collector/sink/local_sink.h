@@ -2,7 +2,7 @@
 // Writes every window profile as a gzipped pprof file, and on Finalize() a
 // merged profile per kind, a text top table and HTML flame graphs:
 //
-//   <out>/<service>/<pid>/<name>/<from_ms>-<until_ms>.pb.gz   every window
+//   <out>/<service>/<name>/<pid>.<from_ms>-<until_ms>.pb.gz   every window
 //   <out>/<name>.pb.gz      all windows and processes merged
 //   <out>/<view file>       one flame graph per view of the kind (e.g.
 //                           flamegraph.html for CPU time; memory.html and

@@ -124,7 +124,7 @@ TEST(LocalSinkTest, WritesWindowsInTheDocumentedLayoutAndASummary) {
   EXPECT_EQ((*sink)->windows_written(), 2u);
   // Service names are sanitised into one path component.
   auto window = ReadProfileFile(
-      out + "/my_svc_1/42/memory/1700000000000-1700000010000.pb.gz");
+      out + "/my_svc_1/memory/42.1700000000000-1700000010000.pb.gz");
   ASSERT_TRUE(window.ok()) << window.status();
   EXPECT_EQ(BytesOf(*window, "Hot"), 100);
 

@@ -98,7 +98,7 @@ def derived_stack(scratch):
 def profiles(out_dir, kind):
     """The bytes of every window's profile of `kind` under out_dir."""
     found = []
-    for path in glob.glob(os.path.join(out_dir, "*", "*", kind, "*.pb.gz")):
+    for path in glob.glob(os.path.join(out_dir, "*", kind, "*.pb.gz")):
         with gzip.open(path) as f:
             found.append(f.read())
     return found

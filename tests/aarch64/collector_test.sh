@@ -81,7 +81,7 @@ for service in ("x86_64", "aarch64"):
     totals = {}
     for name, value in (("process_cpu", "cpu"), ("memory", "alloc_space")):
         total, per_function = 0, dict.fromkeys(compare.FUNCTIONS, 0)
-        for path in glob.glob(os.path.join(work, "out", service, "*", name,
+        for path in glob.glob(os.path.join(work, "out", service, name,
                                            "*.pb.gz")):
             t, f = compare.inclusive(compare.read_profile(pb2, path), value)
             total += t

@@ -176,7 +176,7 @@ class Collector:
 def memory_totals(out_dir, service):
     """alloc_space summed over every window of `service`."""
     total = 0
-    for path in glob.glob(os.path.join(out_dir, service, "*", "memory",
+    for path in glob.glob(os.path.join(out_dir, service, "memory",
                                        "*.pb.gz")):
         profile = read_profile(path)
         for sample in profile.sample:
@@ -186,7 +186,7 @@ def memory_totals(out_dir, service):
 
 def memory_functions(out_dir, service):
     names = set()
-    for path in glob.glob(os.path.join(out_dir, service, "*", "memory",
+    for path in glob.glob(os.path.join(out_dir, service, "memory",
                                        "*.pb.gz")):
         names |= functions_of(read_profile(path))
     return names
@@ -286,7 +286,7 @@ class AdversarialTest(unittest.TestCase):
             >= 60000, 10), collector.log())
         status, _ = collector.stop()
         self.assertEqual(status, 0, collector.log())
-        files = glob.glob(os.path.join(self.out_dir, "future", "*", "*",
+        files = glob.glob(os.path.join(self.out_dir, "future", "*",
                                        "*.pb.gz"))
         # The present sample's window, CPU and memory; its CPU tick may
         # fall into the next window.
@@ -489,7 +489,7 @@ class AdversarialTest(unittest.TestCase):
         self.assertTrue(wait_for(
             lambda: not glob.glob(os.path.join(self.ring_dir, "libtrunc.*")),
             30), collector.log())
-        windows = glob.glob(os.path.join(self.out_dir, "libtrunc", "*",
+        windows = glob.glob(os.path.join(self.out_dir, "libtrunc",
                                          "memory", "*.pb.gz"))
         self.assertGreaterEqual(len(windows), 5)  # 1 s windows, both halves
         self.assert_stops_in_time(collector)

@@ -301,12 +301,12 @@ def load_profile_module(scratch):
 
 def local_profiles(output_dir, scratch):
     """{service: {kind: [summary]}} from the collector's per-window files,
-    <out>/<service>/<pid>/<kind>/<from_ms>-<until_ms>.pb.gz
+    <out>/<service>/<kind>/<pid>.<from_ms>-<until_ms>.pb.gz
     (collector/sink/local_sink.h)."""
     profile_pb2 = load_profile_module(scratch)
     by_service = {}
-    for path in sorted(glob.glob(os.path.join(output_dir, "*", "*", "*", "*.pb.gz"))):
-        service, _pid, kind = os.path.relpath(path, output_dir).split(os.sep)[:3]
+    for path in sorted(glob.glob(os.path.join(output_dir, "*", "*", "*.pb.gz"))):
+        service, kind = os.path.relpath(path, output_dir).split(os.sep)[:2]
         profile = profile_pb2.Profile()
         with gzip.open(path, "rb") as f:
             profile.ParseFromString(f.read())

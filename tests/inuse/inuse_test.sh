@@ -80,7 +80,7 @@ stop_collector() {  # PID LOG
 
 # The newest memory window of `pid` under OUTDIR.
 last_window() {
-  ls "$1"/*/"$2"/memory/*.pb.gz 2>/dev/null | sort -t/ -k1 | tail -1
+  ls "$1"/*/memory/"$2".*.pb.gz 2>/dev/null | sort | tail -1
 }
 
 failures=0

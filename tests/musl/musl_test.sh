@@ -118,7 +118,7 @@ RINGPROF_CPU_HZ=1000 "${ringprof}" run --output-dir="${work}/out" \
 pid=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "${work}/truth.json")
 mkdir -p "${work}/own"
 for kind in process_cpu memory; do
-  files=("${work}/out/musl_workload/${pid}/${kind}"/*.pb.gz)
+  files=("${work}/out/musl_workload/${kind}/${pid}".*.pb.gz)
   [[ -s ${files[0]} ]] || fail "no ${kind} profile for pid ${pid}: $(ls -R "${work}/out" | head -20)"
   go tool pprof -proto "${files[@]}" >"${work}/own/${kind}.pb.gz" 2>"${work}/pprof.err" ||
     fail "go tool pprof cannot merge the ${kind} profiles: $(head -c 300 "${work}/pprof.err")"

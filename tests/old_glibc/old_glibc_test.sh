@@ -153,8 +153,9 @@ perl_pid=""
 cmp -s "${work}/out/perl.base" "${work}/out/held.out" || fail "held perl: output differs"
 
 # perl's profiles, as the collector wrote them.
-profile_dir="${work}/profiles/perl/${held_pid}"
-[[ -d "${profile_dir}" ]] || fail "no profiles for perl pid ${held_pid}: $(ls -R "${work}/profiles" | head -30)"
+profile_dir="${work}/profiles/perl"
+compgen -G "${profile_dir}/*/${held_pid}.*.pb.gz" >/dev/null ||
+  fail "no profiles for perl pid ${held_pid}: $(ls -R "${work}/profiles" | head -30)"
 perl_build_id=$(readelf -n "${root}/usr/bin/perl" | sed -n 's/.*Build ID: *//p')
 host_build_id=$(readelf -n /usr/bin/perl 2>/dev/null | sed -n 's/.*Build ID: *//p' || true)
 [[ -n "${perl_build_id}" && "${perl_build_id}" != "${host_build_id}" ]] ||
@@ -165,7 +166,7 @@ if ! command -v go >/dev/null; then
 fi
 check_profile() {
   local kind=$1 index=$2 want=$3
-  local files=("${profile_dir}/${kind}"/*.pb.gz)
+  local files=("${profile_dir}/${kind}/${held_pid}".*.pb.gz)
   [[ -s "${files[0]}" ]] || fail "no ${kind} profile in ${profile_dir}"
   local raw
   raw=$(go tool pprof -raw -symbolize=none "${files[@]}" 2>&1) ||

@@ -1,6 +1,6 @@
 """Compares what a Pyroscope server stored with the local profiles of the
 same `ringprof` run (its --output-dir: one .pb.gz per window, process and
-profile type, `<out>/<service>/<pid>/<name>/<from_ms>-<until_ms>.pb.gz`).
+profile type, `<out>/<service>/<name>/<pid>.<from_ms>-<until_ms>.pb.gz`).
 
 The server holds what was shipped, so for one service over the run:
   * totals per sample type equal the local windows' sum (cpu, alloc_*,
@@ -42,7 +42,7 @@ TYPES = {"cpu": query.CPU, "alloc_space": query.ALLOC_SPACE,
          "inuse_objects": query.INUSE_OBJECTS, "wall": query.WALL}
 INUSE = ("inuse_space", "inuse_objects")
 Window = collections.namedtuple("Window", "service pid name from_ms until_ms path")
-_WINDOW = re.compile(r"(\d+)-(\d+)\.pb\.gz$")
+_WINDOW = re.compile(r"(\d+)\.(\d+)-(\d+)\.pb\.gz$")
 _pb2 = []
 
 
@@ -63,13 +63,13 @@ def profile_pb2():
 
 def local_windows(out_dir):
     windows = []
-    for path in glob.glob(os.path.join(out_dir, "*", "*", "*", "*.pb.gz")):
+    for path in glob.glob(os.path.join(out_dir, "*", "*", "*.pb.gz")):
         match = _WINDOW.search(path)
         if not match:
             continue
         parts = path.split(os.sep)
-        windows.append(Window(parts[-4], parts[-3], parts[-2],
-                              int(match.group(1)), int(match.group(2)), path))
+        windows.append(Window(parts[-3], match.group(1), parts[-2],
+                              int(match.group(2)), int(match.group(3)), path))
     return sorted(windows, key=lambda w: (w.from_ms, w.pid, w.name))
 
 

@@ -64,7 +64,7 @@ kill -TERM "${collect_pid}"
 wait "${collect_pid}" || fail "collect exited $?: $(cat "${tmp}/collect.log")"
 requested=$(awk '$1 == "requested_bytes" { print $2 }' "${tmp}/before.log")
 bytes=0
-for window in "${tmp}"/before-out/alloc_storm/*/memory/*.pb.gz; do
+for window in "${tmp}"/before-out/alloc_storm/memory/*.pb.gz; do
   bytes=$((bytes + $(profile_total "${window}" 2)))
 done
 echo "alloc_storm, jemalloc first: ${bytes} bytes in the profiles, ${requested} requested"

@@ -70,7 +70,7 @@ for w in ${workers}; do
 done
 cpu_workers=0
 for w in ${workers}; do
-  [[ -d "${out}/nginx/${w}/process_cpu" ]] && cpu_workers=$((cpu_workers + 1))
+  compgen -G "${out}/nginx/process_cpu/${w}.*.pb.gz" >/dev/null && cpu_workers=$((cpu_workers + 1))
 done
 ((cpu_workers >= 1)) || fail "no worker's CPU in the profiles: $(ls -R "${out}/nginx")"
 ! grep -q ringprof "${tmp}/error.log" || fail "ringprof wrote to nginx's error log: $(grep ringprof "${tmp}/error.log")"

@@ -67,7 +67,7 @@ status=0
 wait "${collector}" || status=$?
 cat "${tmp}/collect.log"
 [[ ${status} -eq 0 ]] || fail "collect exited ${status}"
-n=$(ls "${tmp}"/side/side-svc/*/memory/*.pb.gz | wc -l)
+n=$(ls "${tmp}"/side/side-svc/memory/ | cut -d. -f1 | sort -u | wc -l)
 [[ ${n} -ge 2 ]] || fail "want window profiles of two processes, found ${n}"
 [[ -z "$(ls "${tmp}/rings")" ]] || fail "ring files of ended processes were not deleted"
 

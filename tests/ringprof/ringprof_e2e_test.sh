@@ -24,7 +24,7 @@ grep -q "flame graph" "${TEST_TMPDIR}/run.log" || fail "no flame graph path prin
 for f in process_cpu.pb.gz memory.pb.gz flamegraph.html memory.html top.txt; do
   [[ -s "${out}/${f}" ]] || fail "missing ${out}/${f}"
 done
-ls "${out}"/*/*/memory/*.pb.gz >/dev/null || fail "no per-window memory profiles"
+ls "${out}"/*/memory/*.pb.gz >/dev/null || fail "no per-window memory profiles"
 
 # HotLoop must have the largest cumulative share of every function below
 # main: at least that of any frame other than main, its callers (the C
