@@ -357,6 +357,8 @@ void RecordSample(void* ucontext, uint64_t now_ns, uint64_t period_ns) {
     t_timer.unrecorded_ns = sample.cpu_period_ns;
     g_samples_dropped.fetch_add(1, std::memory_order_relaxed);
   }
+  // A process whose samples are all CPU samples gets its copies too.
+  MaybeReemitSampleModules(now_ns);
 }
 
 // An instance of our signal that is not a sample (the application's own

@@ -24,7 +24,8 @@
 //    is lock-free and async-signal-safe, and its object is recorded from its
 //    in-memory ELF header. So an object is recorded before (or with) the
 //    first sample that needs it, whoever loaded it (dlopen, NSS, iconv...);
-//  - every kReemitIntervalNs the sampled path re-records the whole table for
+//  - every kReemitIntervalNs the sampled path (allocation samples; wait and,
+//    with _dl_find_object, CPU samples too) re-records the whole table for
 //    a collector that started late or lost records in a lapped ring (sooner
 //    in a file's first seconds: after 100 ms, 200 ms, 400 ms ..., since a
 //    busy thread laps its ring in about 100 ms and a collector that lost

@@ -399,6 +399,12 @@ void NoteSampleModules(const uint64_t* frames, int frame_count) {
   if (HaveDlFindObject()) NoteStackModules(frames, frame_count);
 }
 
+void MaybeReemitSampleModules(uint64_t now_ns) {
+  if (HaveDlFindObject() && MaybeReemitModules(now_ns)) {
+    EmitEnvironmentFacts();  // with each copy of the module map
+  }
+}
+
 const Config& SessionConfig() { return g_config; }
 const char* ExecutablePath() {
   ReadExecutablePath();

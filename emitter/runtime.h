@@ -79,6 +79,13 @@ int MaxFrames();
 // are left to an allocation sample's rescan, module_map.h).
 void NoteSampleModules(const uint64_t* frames, int frame_count);
 
+// After a sample was appended (a CPU sample, in its signal handler): the
+// module map's re-recording when it is due (MaybeReemitModules: the early
+// and periodic copies, or the copy a file creation that found the table
+// busy left to do), with the environment facts; only where that takes no
+// lock (with _dl_find_object), as NoteSampleModules.
+void MaybeReemitSampleModules(uint64_t now_ns);
+
 // Whether reading CLOCK_MONOTONIC left user space when measured at start
 // (a system call: gVisor, and hosts whose vDSO cannot read the clock), i.e.
 // whether system calls and signals are the expensive round trips a sandbox

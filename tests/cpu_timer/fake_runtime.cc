@@ -131,6 +131,8 @@ int MaxFrames() { return 128; }
 
 void NoteSampleModules(const uint64_t*, int) {}
 
+void MaybeReemitSampleModules(uint64_t) {}
+
 SampleTags TagsForSample(uint64_t) { return {0, 0}; }
 
 }  // namespace emitter

@@ -618,6 +618,14 @@ void CheckDlopenCpu(const RunResult& run,
     }
   }
   Check(mapped, "dlopen_cpu ModuleMap of the loaded library", "");
+  // Its file's copy of the module map, then (RINGPROF_TRACK_FREES=0: no
+  // copy at exit) the CPU samples' re-recording 100 ms later.
+  int executable_copies = 0;
+  for (const Module& m : ring->modules) {
+    if (m.path == ring->info.executable) ++executable_copies;
+  }
+  Check(executable_copies >= 2, "dlopen_cpu module map re-recorded",
+        absl::StrCat(executable_copies, " copies of the executable's"));
   Symbolizer symbolizer(*ring);
   int in_spin = 0;
   std::string example;
@@ -871,6 +879,7 @@ int Main(int argc, char** argv) {
         kv = "RINGPROF_RING_KIB=1024";
     }
   }
+  if (scenario == "dlopen_cpu") env.push_back("RINGPROF_TRACK_FREES=0");
   if (scenario == "config") {
     CheckConfig(lib, command, dir);
     printf("%s: %d check(s) failed\n", scenario.c_str(), g_failures);
