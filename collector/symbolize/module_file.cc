@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <libdeflate.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -11,6 +12,8 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -334,6 +337,44 @@ bool ElfFile::HasDwarf() const {
   return false;
 }
 
+// Larger declared sizes are left to libdw (which inflates with zlib).
+constexpr uint64_t kMaxInflatedSectionBytes = uint64_t{1} << 30;
+
+bool ElfFile::InflateSection(Elf_Scn* scn, GElf_Shdr* shdr, Elf_Data* data) {
+  GElf_Chdr chdr;
+  const size_t header = gelf_fsize(elf_, ELF_T_CHDR, 1, EV_CURRENT);
+  if ((shdr->sh_flags & SHF_COMPRESSED) == 0 || data == nullptr ||
+      data->d_buf == nullptr || data->d_size < header ||
+      gelf_getchdr(scn, &chdr) == nullptr || chdr.ch_type != ELFCOMPRESS_ZLIB ||
+      chdr.ch_size == 0 || chdr.ch_size > kMaxInflatedSectionBytes) {
+    return false;
+  }
+  std::unique_ptr<char[]> out(new (std::nothrow) char[chdr.ch_size]);
+  if (out == nullptr) return false;
+  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)>
+      inflater(libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  size_t inflated = 0;
+  if (inflater == nullptr ||
+      libdeflate_zlib_decompress(inflater.get(),
+                                 static_cast<const char*>(data->d_buf) + header,
+                                 data->d_size - header, out.get(), chdr.ch_size,
+                                 &inflated) != LIBDEFLATE_SUCCESS ||
+      inflated != chdr.ch_size) {
+    return false;
+  }
+  // The section now reads as if it had never been compressed.
+  shdr->sh_flags &= ~static_cast<GElf_Xword>(SHF_COMPRESSED);
+  shdr->sh_size = chdr.ch_size;
+  shdr->sh_addralign = chdr.ch_addralign;
+  if (gelf_update_shdr(scn, shdr) == 0) return false;
+  data->d_buf = out.get();
+  data->d_size = chdr.ch_size;
+  data->d_type = ELF_T_BYTE;
+  data->d_align = chdr.ch_addralign;
+  inflated_.push_back(std::move(out));
+  return true;
+}
+
 size_t ElfFile::DetachFile() {
   size_t bytes = 0;
   size_t names = 0;
@@ -353,6 +394,9 @@ size_t ElfFile::DetachFile() {
       if (absl::StartsWith(view, ".debug_") ||
           absl::StartsWith(view, ".zdebug_") || view == ".gnu_debugaltlink") {
         Elf_Data* data = elf_getdata(scn, nullptr);
+        if (absl::StartsWith(view, ".debug_")) {
+          InflateSection(scn, &shdr, data);
+        }
         if (data != nullptr) bytes += data->d_size;
       }
     }

@@ -21,11 +21,13 @@
 #ifndef RINGPROF_COLLECTOR_SYMBOLIZE_MODULE_FILE_H_
 #define RINGPROF_COLLECTOR_SYMBOLIZE_MODULE_FILE_H_
 
+#include <gelf.h>
 #include <libelf.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -114,7 +116,10 @@ class ElfFile {
   // may be truncated or replaced without effect. Returns the bytes read.
   // DWARF sections the symbolizer never needs (location lists, macros,
   // name indexes, .debug_frame) are neither read nor decompressed: they are
-  // marked SHT_NOBITS, which libdw skips.
+  // marked SHT_NOBITS, which libdw skips. Compressed ones it needs
+  // (SHF_COMPRESSED, zlib) are inflated here with libdeflate, about 2.5x
+  // faster than the zlib inflate libdw would use on them (Debian's
+  // libc6-dbg: 10 MB in ~17 ms instead of ~45 ms).
   size_t DetachFile();
 
  private:
@@ -122,9 +127,16 @@ class ElfFile {
       : fd_(std::move(fd)), elf_(elf), size_(size) {}
   // Fails unless elf_ is an ELF whose headers lie inside its size_ bytes.
   absl::Status CheckLayout() const;
+  // Replaces `data`, the contents of the zlib-compressed section `scn`
+  // (header `shdr`), with its inflated bytes, kept in inflated_; false,
+  // changing nothing, for anything else or anything that fails to inflate
+  // to the size its header declares (libdw then sees it as before).
+  bool InflateSection(Elf_Scn* scn, GElf_Shdr* shdr, Elf_Data* data);
 
   UniqueFd fd_;
   std::string image_;  // FromMemory: the bytes elf_ reads
+  // Inflated sections elf_'s data points at (freed after elf_end).
+  std::vector<std::unique_ptr<char[]>> inflated_;
   Elf* elf_;
   uint64_t size_;
 };

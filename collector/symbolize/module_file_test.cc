@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -158,6 +160,51 @@ TEST(ElfFileTest, RejectsWhatIsNotASoundElf) {
   // Devices are refused before libelf sees them.
   EXPECT_FALSE(OpenRegularFile("/dev/zero").ok());
   fs::remove_all(dir);
+}
+
+// The contents and header of `name` in the ELF at `path`, once detached.
+struct DetachedSection {
+  std::string bytes;
+  GElf_Xword flags = 0;
+};
+DetachedSection DetachedSectionOf(const std::string& path,
+                                  absl::string_view name) {
+  absl::StatusOr<UniqueFd> fd = OpenRegularFile(path);
+  EXPECT_TRUE(fd.ok()) << fd.status();
+  if (!fd.ok()) return {};
+  absl::StatusOr<std::unique_ptr<ElfFile>> file =
+      ElfFile::Open(std::move(*fd), uint64_t{1} << 30);
+  EXPECT_TRUE(file.ok()) << file.status();
+  if (!file.ok()) return {};
+  (*file)->DetachFile();
+  Elf_Scn* scn = (*file)->Section(name);
+  EXPECT_NE(scn, nullptr) << name;
+  if (scn == nullptr) return {};
+  GElf_Shdr shdr;
+  EXPECT_NE(gelf_getshdr(scn, &shdr), nullptr);
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  EXPECT_NE(data, nullptr);
+  if (data == nullptr) return {};
+  return {std::string(static_cast<const char*>(data->d_buf), data->d_size),
+          shdr.sh_flags};
+}
+
+TEST(ElfFileTest, CompressedDwarfSectionsAreInflatedWhenDetached) {
+  const std::string dir = "collector/symbolize/testdata/symbolizer/";
+  for (absl::string_view name : {".debug_info", ".debug_line", ".debug_str"}) {
+    const DetachedSection plain =
+        DetachedSectionOf(dir + "symbolizer_test_program", name);
+    const DetachedSection inflated =
+        DetachedSectionOf(dir + "compressed/symbolizer_test_program", name);
+    ASSERT_FALSE(plain.bytes.empty()) << name;
+    EXPECT_EQ(inflated.flags & SHF_COMPRESSED, 0u) << name;
+    EXPECT_TRUE(inflated.bytes == plain.bytes) << name;
+  }
+  // A stream that does not inflate to its declared size is left as it was
+  // (compressed, for libdw to refuse).
+  const DetachedSection corrupt = DetachedSectionOf(
+      dir + "compressed_corrupt/symbolizer_test_program", ".debug_info");
+  EXPECT_NE(corrupt.flags & SHF_COMPRESSED, 0u);
 }
 
 }  // namespace

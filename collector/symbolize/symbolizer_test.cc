@@ -180,6 +180,22 @@ TEST_F(SymbolizerTest, ResolvesInlineChainWithDemangledNamesAndLines) {
       AddressKind::kReturnAddress));
 }
 
+TEST_F(SymbolizerTest, CompressedDwarfResolvesAsUncompressed) {
+  auto symbolizer = Symbolizer::Create({});
+  ExpectOuterChain(symbolizer->Symbolize(
+      Module(DataPath("compressed/symbolizer_test_program")),
+      facts_.outer_return_address, AddressKind::kReturnAddress));
+}
+
+TEST_F(SymbolizerTest, CorruptCompressedDwarfStillNamesFunctions) {
+  auto symbolizer = Symbolizer::Create({});
+  std::vector<SymbolizedFrame> leaf = symbolizer->Symbolize(
+      Module(DataPath("compressed_corrupt/symbolizer_test_program")),
+      facts_.leaf, AddressKind::kInstruction);
+  ASSERT_THAT(leaf, Not(IsEmpty()));
+  EXPECT_EQ(leaf.back().function, "ringprof_test::Leaf(int)");
+}
+
 TEST_F(SymbolizerTest, ResolvesFunctionEntriesIncludingExternC) {
   auto symbolizer = Symbolizer::Create({});
   ModuleInfo module = Module(DataPath("symbolizer_test_program"));
