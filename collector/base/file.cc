@@ -138,12 +138,19 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
 }
 
 absl::Status MakeDirs(const std::string& dir, mode_t mode) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    const std::string prefix = dir.substr(0, pos);
-    if (::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
-      return ErrnoError("cannot create directory", prefix);
-    }
+  // The directory itself first, its parents only when missing: a directory
+  // that exists, or whose parent does, costs one mkdir.
+  if (::mkdir(dir.c_str(), mode) == 0 || errno == EEXIST) {
+    return absl::OkStatus();
+  }
+  const size_t slash = dir.find_last_of('/');
+  if (errno != ENOENT || slash == std::string::npos || slash == 0) {
+    return ErrnoError("cannot create directory", dir);
+  }
+  absl::Status parent = MakeDirs(dir.substr(0, slash), mode);
+  if (!parent.ok()) return parent;
+  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
+    return ErrnoError("cannot create directory", dir);
   }
   return absl::OkStatus();
 }

@@ -1,10 +1,6 @@
 #include "collector/sink/local_sink.h"
 
-#include <errno.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "collector/base/file.h"
@@ -25,26 +21,6 @@ std::string Sanitize(const std::string& s) {
   }
   if (out.empty() || out == "." || out == "..") out = "unknown_service";
   return out;
-}
-
-// mkdir -p: the directory itself first, its parents only when missing (a
-// window's directory usually exists, or only its last level is new).
-absl::Status MakeDirs(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) {
-    return absl::OkStatus();
-  }
-  if (errno == ENOENT) {
-    const size_t slash = path.find_last_of('/');
-    if (slash != std::string::npos && slash > 0) {
-      absl::Status parent = MakeDirs(path.substr(0, slash));
-      if (!parent.ok()) return parent;
-      if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) {
-        return absl::OkStatus();
-      }
-    }
-  }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "cannot create directory ", path, ": ", std::strerror(errno)));
 }
 
 int SampleIndexOf(const perftools::profiles::Profile& profile,
@@ -70,7 +46,7 @@ bool HasValue(const perftools::profiles::Profile& profile, int index) {
 
 absl::Status EnsureWritableDirectory(const std::string& dir) {
   if (dir.empty()) return absl::InvalidArgumentError("empty output directory");
-  absl::Status made = MakeDirs(dir);
+  absl::Status made = MakeDirs(dir, 0755);
   if (!made.ok()) return made;
   const std::string probe =
       absl::StrCat(dir, "/.ringprof-write-test.", getpid());
@@ -96,7 +72,7 @@ void LocalSink::Submit(WindowProfile profile) {
   const std::string dir =
       absl::StrCat(out_dir_, "/", Sanitize(profile.service_name), "/",
                    KindName(profile.kind));
-  absl::Status status = MakeDirs(dir);
+  absl::Status status = MakeDirs(dir, 0755);
   if (status.ok()) {
     status = WriteProfileFile(
         absl::StrCat(dir, "/", profile.pid, ".",
